@@ -1,0 +1,2 @@
+// Package formoutbox is the Caddy layer of form_outbox.
+package formoutbox

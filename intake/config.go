@@ -1,0 +1,64 @@
+// Package intake turns an HTTP form post into a Submission and its planned Deliveries,
+// and writes the answer. It bounds, parses, normalises and checks the request; it never
+// touches the database (the caller stores the result with outbox.Store.Accept) and it
+// imports nothing from Caddy.
+package intake
+
+import "github.com/formoutbox/caddy-form-outbox/outbox"
+
+// Defaults.
+const (
+	DefaultMaxBodyBytes    = 256 << 10
+	DefaultHoneypot        = "_gotcha"
+	DefaultMaxFields       = 100
+	DefaultMaxFieldLen     = 10000
+	DefaultEmailAttempts   = 8
+	DefaultWebhookAttempts = 10
+)
+
+// Config is one form's intake configuration: the `form_outbox` directive's options. The
+// JSON tags are the handler's JSON twin of the Caddyfile.
+type Config struct {
+	// Form names the form; submissions are stored under it. Default: the directive's path.
+	Form string `json:"form,omitempty"`
+	// Fields is the field spec, checked in enforce mode.
+	Fields []FieldSpec `json:"fields,omitempty"`
+	// Honeypot is the name of the hidden field bots fill in. Default "_gotcha".
+	Honeypot string `json:"honeypot,omitempty"`
+	// Redirect is where HTML posts are sent with 303 after success. Empty: a built-in
+	// thank-you page.
+	Redirect string `json:"redirect,omitempty"`
+	// MaxBodyBytes bounds the request body; 413 past it. Default 256 KiB.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// MaxFields caps the number of fields; MaxFieldLength caps any single value.
+	MaxFields      int `json:"max_fields,omitempty"`
+	MaxFieldLength int `json:"max_field_length,omitempty"`
+	// Routes are the notifications planned for every submission.
+	Routes []Route `json:"notify,omitempty"`
+}
+
+// FieldSpec describes one expected field.
+type FieldSpec struct {
+	Name      string `json:"name"`
+	Required  bool   `json:"required,omitempty"`
+	MaxLength int    `json:"max_length,omitempty"`
+	Email     bool   `json:"email,omitempty"`
+}
+
+// Route is one `notify` line: a channel and its recipients (email addresses or one URL).
+type Route struct {
+	// Name identifies the route within the form; unique per form. Default: the channel
+	// name, with "-2", "-3"... for later routes of the same channel.
+	Name    string         `json:"name,omitempty"`
+	Channel outbox.Channel `json:"channel"`
+	// To lists email recipients (channel email).
+	To []string `json:"to,omitempty"`
+	// URL is the webhook target (channel webhook).
+	URL string `json:"url,omitempty"`
+	// Subject is the email subject template; {field.NAME} is replaced by that field.
+	Subject string `json:"subject,omitempty"`
+	// Secret signs webhooks (whsec_...); never stored in payloads or logged.
+	Secret string `json:"secret,omitempty"`
+	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+}

@@ -1,0 +1,211 @@
+package outbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SubmissionStatus is what intake decided about a submission. Every request that reaches
+// the store ends as one of these; nothing is dropped silently.
+type SubmissionStatus string
+
+const (
+	SubmissionAccepted    SubmissionStatus = "accepted"
+	SubmissionSpam        SubmissionStatus = "spam"
+	SubmissionQuarantined SubmissionStatus = "quarantined"
+)
+
+// Reasons recorded with spam and quarantined submissions.
+const (
+	ReasonHoneypot           = "honeypot"
+	ReasonOriginRejected     = "origin_rejected"
+	ReasonRateLimited        = "rate_limited"
+	ReasonSchemaViolation    = "schema_violation"
+	ReasonCaptchaFailed      = "captcha_failed"
+	ReasonCaptchaUnavailable = "captcha_unavailable"
+)
+
+// DeliveryStatus is the life cycle of one planned notification (DESIGN section 2).
+type DeliveryStatus string
+
+const (
+	DeliveryPending DeliveryStatus = "pending" // due
+	DeliverySending DeliveryStatus = "sending" // leased by a worker
+	DeliveryFailed  DeliveryStatus = "failed"  // last try failed, retry scheduled
+	DeliverySent    DeliveryStatus = "sent"
+	DeliveryDead    DeliveryStatus = "dead"    // gave up; retryable by hand
+	DeliverySkipped DeliveryStatus = "skipped" // spam/quarantine; release makes it pending
+)
+
+// Channel is how a delivery travels.
+type Channel string
+
+const (
+	ChannelEmail   Channel = "email"
+	ChannelWebhook Channel = "webhook"
+)
+
+// Attempt outcomes recorded in delivery_attempts.
+type Outcome string
+
+const (
+	OutcomeSent      Outcome = "sent"
+	OutcomeTemporary Outcome = "temporary"
+	OutcomePermanent Outcome = "permanent"
+	OutcomeAmbiguous Outcome = "ambiguous"
+)
+
+// Event kinds written to the events table.
+const (
+	EventSubmissionReceived = "submission.received"
+	EventDeliveryDead       = "delivery.dead"
+	EventSchemaDrift        = "schema.drift"
+)
+
+// Field is one submitted form field. Submissions keep fields in the order the visitor's
+// browser sent them, so Data is a slice, stored as a JSON object with that key order.
+type Field struct {
+	Name  string
+	Value string
+}
+
+// Fields is an ordered set of form fields that marshals to (and from) a JSON object
+// without losing the order.
+type Fields []Field
+
+// Get returns the value of the first field called name.
+func (f Fields) Get(name string) (string, bool) {
+	for _, fl := range f {
+		if fl.Name == name {
+			return fl.Value, true
+		}
+	}
+	return "", false
+}
+
+// MarshalJSON writes the fields as a JSON object in their original order.
+func (f Fields) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, fl := range f {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(fl.Name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(fl.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads a flat JSON object of strings, keeping key order.
+func (f *Fields) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("fields: want a JSON object")
+	}
+	out := Fields{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v string
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("fields: value of %q: %w", kt, err)
+		}
+		out = append(out, Field{Name: kt.(string), Value: v})
+	}
+	*f = out
+	return nil
+}
+
+// Meta is what we keep about the request beside its fields. ClientIP holds a keyed hash
+// by default, never the raw address unless the operator asked for it.
+type Meta struct {
+	Origin    string `json:"origin,omitempty"`
+	Referer   string `json:"referer,omitempty"`
+	UserAgent string `json:"user_agent,omitempty"`
+	ClientIP  string `json:"client_ip,omitempty"`
+}
+
+// Submission is one stored form post. Its ID (UUIDv7) is made by intake before any write,
+// so a spooled submission keeps its identity when it is replayed.
+type Submission struct {
+	ID             uuid.UUID
+	Form           string
+	Status         SubmissionStatus
+	Reason         string
+	Data           Fields
+	Meta           Meta
+	IdempotencyKey string // empty: none given
+	ContentHash    string
+	Test           bool
+	CreatedAt      time.Time
+}
+
+// Delivery is one planned notification of one submission: one per route per recipient.
+type Delivery struct {
+	ID                uuid.UUID
+	SubmissionID      uuid.UUID
+	Route             string
+	Channel           Channel
+	Recipient         string
+	Status            DeliveryStatus
+	Attempts          int
+	MaxAttempts       int
+	NextAttemptAt     time.Time
+	LeaseOwner        string
+	LeaseToken        string
+	LockedUntil       time.Time // zero when not leased
+	LastError         string
+	Provider          string
+	ProviderMessageID string
+	// Payload is the snapshot of the message as planned at intake (JSON), so a later
+	// config change never alters what a stored submission sends.
+	Payload   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	SentAt    time.Time // zero until sent
+}
+
+// Attempt is one try of one delivery: the history an operator reads.
+type Attempt struct {
+	DeliveryID        uuid.UUID
+	Attempt           int
+	Provider          string
+	StartedAt         time.Time
+	FinishedAt        time.Time
+	Outcome           Outcome
+	HTTPStatus        int
+	ErrorCode         string
+	Error             string
+	ProviderMessageID string
+}
+
+// Event is an append-only record of something an operator may want to know about.
+type Event struct {
+	ID           int64
+	Kind         string
+	SubmissionID uuid.UUID // uuid.Nil when not about a submission
+	DeliveryID   uuid.UUID // uuid.Nil when not about a delivery
+	Data         json.RawMessage
+	At           time.Time
+}

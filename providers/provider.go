@@ -1,0 +1,98 @@
+// Package providers sends messages: email through SES, Resend or the development file
+// provider, and signed webhooks. It is the leaf of the import graph and knows nothing of
+// Caddy or of the outbox tables.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Message is one notification to send. ID is the delivery id, used as the idempotency
+// key on every retry (Resend Idempotency-Key, webhook-id, SES email tag).
+type Message struct {
+	ID      string
+	Channel string // "email" or "webhook"
+
+	// Email.
+	To      string
+	ReplyTo string
+	Subject string
+	Text    string
+	HTML    string
+
+	// Webhook.
+	URL  string
+	Body []byte
+}
+
+// Result is what a provider reports for a sent message.
+type Result struct {
+	Provider  string
+	MessageID string
+}
+
+// Provider sends one message. Errors it returns should be *Error so the worker can tell
+// temporary from permanent from ambiguous; any other error counts as temporary.
+type Provider interface {
+	Name() string
+	Send(ctx context.Context, m Message) (Result, error)
+}
+
+// Class says what a failed send means for the outbox.
+type Class int
+
+const (
+	Temporary Class = iota // retry later (may carry RetryAfter)
+	Permanent              // no retry, no failover: the delivery is dead
+	Ambiguous              // the request was written but no answer came: may have been sent
+)
+
+func (c Class) String() string {
+	switch c {
+	case Permanent:
+		return "permanent"
+	case Ambiguous:
+		return "ambiguous"
+	default:
+		return "temporary"
+	}
+}
+
+// Error is a classified send failure.
+type Error struct {
+	Class      Class
+	Failover   bool          // the next provider in a chain may be tried
+	RetryAfter time.Duration // provider asked to wait at least this long; 0 = no opinion
+	HTTPStatus int
+	Code       string // provider error code, e.g. "Throttling"
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := e.Class.String()
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.HTTPStatus != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", e.HTTPStatus)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Classify returns the classified form of err: err itself when it is (or wraps) an
+// *Error, otherwise a Temporary error without failover.
+func Classify(err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &Error{Class: Temporary, Err: err}
+}
