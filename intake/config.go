@@ -4,7 +4,11 @@
 // imports nothing from Caddy.
 package intake
 
-import "github.com/formoutbox/caddy-form-outbox/outbox"
+import (
+	"net/http"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
 
 // Defaults.
 const (
@@ -14,6 +18,15 @@ const (
 	DefaultMaxFieldLen     = 10000
 	DefaultEmailAttempts   = 8
 	DefaultWebhookAttempts = 10
+
+	// MaxIdempotencyKeyLength bounds the key a client may send (header or field).
+	MaxIdempotencyKeyLength = 200
+	// MaxFieldNameLength bounds a field's name; names reach text bodies and templates.
+	MaxFieldNameLength = 200
+	// ModeEnforce stores submissions that break the field spec as quarantined and answers
+	// 422; ModeMonitor accepts them and only reports the violations (Result.Violations).
+	ModeEnforce = "enforce"
+	ModeMonitor = "monitor"
 )
 
 // Config is one form's intake configuration: the `form_outbox` directive's options. The
@@ -35,6 +48,22 @@ type Config struct {
 	MaxFieldLength int `json:"max_field_length,omitempty"`
 	// Routes are the notifications planned for every submission.
 	Routes []Route `json:"notify,omitempty"`
+	// Mode is how the field spec is applied: "enforce" (default) or "monitor".
+	Mode string `json:"mode,omitempty"`
+
+	// The fields below are set by the Caddy layer, never by the user's JSON.
+
+	// IPHashKey keys the HMAC that turns the client IP into Meta.ClientIP, so stored
+	// submissions can be correlated per client without keeping addresses. Provision makes
+	// a random per-process key when it is empty (hashes then differ across restarts).
+	IPHashKey []byte `json:"-"`
+	// ClientIP, when set, returns the client address (e.g. Caddy's trusted-proxy aware
+	// client IP). Nil: the host of r.RemoteAddr.
+	ClientIP func(*http.Request) string `json:"-"`
+	// EmailAttempts and WebhookAttempts are the App's retry budgets for routes without
+	// their own MaxAttempts. Zero: DefaultEmailAttempts / DefaultWebhookAttempts.
+	EmailAttempts   int `json:"-"`
+	WebhookAttempts int `json:"-"`
 }
 
 // FieldSpec describes one expected field.

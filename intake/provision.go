@@ -1,0 +1,162 @@
+package intake
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Provision fills zero fields with their defaults and validates the config, so that a
+// bad Caddyfile fails at load time rather than on the first visitor's post. Form must be
+// set by the caller (the Caddy layer defaults it to the directive's path).
+func (c *Config) Provision() error {
+	if strings.TrimSpace(c.Form) == "" {
+		return fmt.Errorf("intake: form name is empty")
+	}
+	if hasControl(c.Form) {
+		return fmt.Errorf("intake: form name %q contains control characters", c.Form)
+	}
+	if c.Honeypot == "" {
+		c.Honeypot = DefaultHoneypot
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxFields == 0 {
+		c.MaxFields = DefaultMaxFields
+	}
+	if c.MaxFieldLength == 0 {
+		c.MaxFieldLength = DefaultMaxFieldLen
+	}
+	if c.Mode == "" {
+		c.Mode = ModeEnforce
+	}
+	if c.MaxBodyBytes < 0 || c.MaxFields < 0 || c.MaxFieldLength < 0 {
+		return fmt.Errorf("intake: form %s: max_body_bytes, max_fields and max_field_length must not be negative", c.Form)
+	}
+	if c.Mode != ModeEnforce && c.Mode != ModeMonitor {
+		return fmt.Errorf("intake: form %s: mode %q: want %q or %q", c.Form, c.Mode, ModeEnforce, ModeMonitor)
+	}
+	if hasControl(c.Honeypot) || strings.TrimSpace(c.Honeypot) != c.Honeypot {
+		return fmt.Errorf("intake: form %s: honeypot name %q is not a plain field name", c.Form, c.Honeypot)
+	}
+	if c.Redirect != "" {
+		if hasControl(c.Redirect) {
+			return fmt.Errorf("intake: form %s: redirect contains control characters", c.Form)
+		}
+		if _, err := url.Parse(c.Redirect); err != nil {
+			return fmt.Errorf("intake: form %s: redirect: %w", c.Form, err)
+		}
+	}
+	if err := c.provisionFields(); err != nil {
+		return fmt.Errorf("intake: form %s: %w", c.Form, err)
+	}
+	if err := c.provisionRoutes(); err != nil {
+		return fmt.Errorf("intake: form %s: %w", c.Form, err)
+	}
+	if len(c.IPHashKey) == 0 {
+		c.IPHashKey = make([]byte, 32)
+		if _, err := rand.Read(c.IPHashKey); err != nil {
+			return fmt.Errorf("intake: ip hash key: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) provisionFields() error {
+	seen := map[string]bool{}
+	for i, f := range c.Fields {
+		switch {
+		case strings.TrimSpace(f.Name) == "":
+			return fmt.Errorf("field %d: name is empty", i+1)
+		case hasControl(f.Name) || len(f.Name) > MaxFieldNameLength:
+			return fmt.Errorf("field %q: not a plain field name", f.Name)
+		case strings.HasPrefix(f.Name, "_"):
+			// Underscore names are instructions to the service and never reach Data,
+			// so a spec for one could never be satisfied.
+			return fmt.Errorf("field %q: names starting with _ are reserved", f.Name)
+		case f.Name == c.Honeypot:
+			return fmt.Errorf("field %q: is the honeypot", f.Name)
+		case seen[f.Name]:
+			return fmt.Errorf("field %q: listed twice", f.Name)
+		case f.MaxLength < 0:
+			return fmt.Errorf("field %q: max_length must not be negative", f.Name)
+		}
+		seen[f.Name] = true
+	}
+	return nil
+}
+
+func (c *Config) provisionRoutes() error {
+	names := map[string]bool{}
+	for _, r := range c.Routes {
+		if r.Name != "" {
+			if names[r.Name] {
+				return fmt.Errorf("notify: route name %q used twice", r.Name)
+			}
+			names[r.Name] = true
+		}
+	}
+	perChannel := map[outbox.Channel]int{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.Name == "" {
+			// Later unnamed routes of a channel get "-2", "-3"... skipping names the user
+			// took, so route names (part of the deliveries' unique key) stay unique.
+			for {
+				perChannel[r.Channel]++
+				name := string(r.Channel)
+				if n := perChannel[r.Channel]; n > 1 {
+					name = fmt.Sprintf("%s-%d", r.Channel, n)
+				}
+				if !names[name] {
+					r.Name = name
+					names[name] = true
+					break
+				}
+			}
+		}
+		if hasControl(r.Name) {
+			return fmt.Errorf("notify: route name %q contains control characters", r.Name)
+		}
+		if r.MaxAttempts < 0 {
+			return fmt.Errorf("notify %s: max_attempts must not be negative", r.Name)
+		}
+		if hasControl(r.Subject) {
+			return fmt.Errorf("notify %s: subject contains control characters", r.Name)
+		}
+		switch r.Channel {
+		case outbox.ChannelEmail:
+			if len(r.To) == 0 {
+				return fmt.Errorf("notify %s: email needs at least one recipient", r.Name)
+			}
+			if r.URL != "" {
+				return fmt.Errorf("notify %s: email routes take recipients, not a URL", r.Name)
+			}
+			seen := map[string]bool{}
+			for _, to := range r.To {
+				if !validEmail(to) {
+					return fmt.Errorf("notify %s: %q is not a valid email address", r.Name, to)
+				}
+				if seen[strings.ToLower(to)] {
+					return fmt.Errorf("notify %s: recipient %q listed twice", r.Name, to)
+				}
+				seen[strings.ToLower(to)] = true
+			}
+		case outbox.ChannelWebhook:
+			if len(r.To) != 0 {
+				return fmt.Errorf("notify %s: webhook routes take a URL, not recipients", r.Name)
+			}
+			u, err := url.Parse(r.URL)
+			if err != nil || hasControl(r.URL) || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("notify %s: webhook URL %q must be an absolute http(s) URL", r.Name, r.URL)
+			}
+		default:
+			return fmt.Errorf("notify %s: unknown channel %q (want email or webhook)", r.Name, r.Channel)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package intake
+
+import (
+	"fmt"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Result is what Parse makes of one request: the submission to store, its planned
+// deliveries, and what the answer needs to know. Nothing in it has been written yet.
+type Result struct {
+	// Submission carries its UUIDv7 id, status, reason, ordered data, meta,
+	// idempotency key and content hash.
+	Submission *outbox.Submission
+	// Deliveries are one per route per recipient: pending for an accepted submission,
+	// skipped for spam and quarantine (a release turns them pending).
+	Deliveries []outbox.Delivery
+	// Violations are the per-field problems found by the field spec, in spec order. In
+	// enforce mode they made the submission quarantined; in monitor mode it is accepted
+	// and the caller may record a schema.drift event.
+	Violations []Violation
+	// WantsJSON is true when the client sent Accept: application/json or a JSON body.
+	WantsJSON bool
+	// Next is the visitor's `_next` redirect when it is a safe same-origin path; it takes
+	// precedence over Config.Redirect for HTML answers.
+	Next string
+}
+
+// Violation is one field that broke the field spec.
+type Violation struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// RequestError is a request that cannot become a submission at all (too large, wrong
+// content type, malformed). Nothing is stored; the client gets Status with Message.
+type RequestError struct {
+	Status  int
+	Message string
+}
+
+func (e *RequestError) Error() string {
+	return fmt.Sprintf("intake: %d %s", e.Status, e.Message)
+}
+
+func badRequest(format string, args ...any) *RequestError {
+	return &RequestError{Status: 400, Message: fmt.Sprintf(format, args...)}
+}
