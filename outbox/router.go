@@ -1,0 +1,89 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/formoutbox/caddy-form-outbox/providers"
+)
+
+// Sender sends one claimed delivery. The Worker depends on this rather than on providers
+// directly so that routing (which provider serves which channel, failover chains) stays
+// configuration, and tests can stand in a fake.
+type Sender interface {
+	Send(ctx context.Context, d Delivery) (providers.Result, error)
+}
+
+// Router is the Sender the App configures: it turns a delivery's stored payload into a
+// providers.Message and hands it to the provider configured for the delivery's channel.
+// Email is usually a failover chain (SES then Resend) that itself implements Provider.
+type Router struct {
+	Email   providers.Provider
+	Webhook providers.Provider
+}
+
+// Send implements Sender. Errors that no retry can fix (an unknown channel, a channel with
+// no provider configured, a payload that does not decode) are Permanent, so the delivery
+// goes to dead at once with a message that says what to configure, instead of burning
+// its attempt budget.
+func (r Router) Send(ctx context.Context, d Delivery) (providers.Result, error) {
+	var p providers.Provider
+	switch d.Channel {
+	case ChannelEmail:
+		p = r.Email
+	case ChannelWebhook:
+		p = r.Webhook
+	default:
+		return providers.Result{}, &providers.Error{Class: providers.Permanent, Code: "unknown_channel",
+			Err: fmt.Errorf("route %q: unknown channel %q", d.Route, d.Channel)}
+	}
+	if p == nil {
+		return providers.Result{}, &providers.Error{Class: providers.Permanent, Code: "no_provider",
+			Err: fmt.Errorf("route %q: no %s provider is configured; configure one and retry the delivery", d.Route, d.Channel)}
+	}
+	m, err := MessageFor(d)
+	if err != nil {
+		return providers.Result{Provider: p.Name()}, &providers.Error{Class: providers.Permanent, Code: "bad_payload", Err: err}
+	}
+	res, err := p.Send(ctx, m)
+	if res.Provider == "" {
+		res.Provider = p.Name()
+	}
+	return res, err
+}
+
+// MessageFor decodes a delivery's payload snapshot into the message its provider sends.
+// The delivery id becomes the message id: the idempotency key every retry repeats.
+func MessageFor(d Delivery) (providers.Message, error) {
+	var p Payload
+	if len(d.Payload) > 0 {
+		if err := json.Unmarshal(d.Payload, &p); err != nil {
+			return providers.Message{}, fmt.Errorf("decode payload of delivery %s: %w", d.ID, err)
+		}
+	}
+	m := providers.Message{
+		ID:      d.ID.String(),
+		Channel: string(d.Channel),
+		To:      p.To,
+		ReplyTo: p.ReplyTo,
+		Subject: p.Subject,
+		Text:    p.Text,
+		HTML:    p.HTML,
+		URL:     p.URL,
+		Body:    []byte(p.Body),
+	}
+	// The recipient column is the planned target; the payload normally repeats it, but
+	// a payload written without it must still go where the row says.
+	switch d.Channel {
+	case ChannelEmail:
+		if m.To == "" {
+			m.To = d.Recipient
+		}
+	case ChannelWebhook:
+		if m.URL == "" {
+			m.URL = d.Recipient
+		}
+	}
+	return m, nil
+}

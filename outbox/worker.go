@@ -1,0 +1,444 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Worker defaults (DESIGN section 3 and 6).
+const (
+	DefaultConcurrency     = 8
+	DefaultBatch           = 25
+	DefaultLease           = 2 * time.Minute
+	DefaultPollInterval    = 15 * time.Second
+	DefaultShutdownGrace   = 10 * time.Second
+	DefaultEmailAttempts   = 8
+	DefaultWebhookAttempts = 10
+)
+
+// storeTimeout bounds every store write the worker makes outside a send, so that a hung
+// database cannot hang Stop forever.
+const storeTimeout = 10 * time.Second
+
+// maxErrorText bounds the error text stored with an attempt; provider error bodies can be
+// large and the history only needs the gist.
+const maxErrorText = 2000
+
+// WorkerConfig configures a Worker. Zero values mean the documented defaults.
+type WorkerConfig struct {
+	Store  Store
+	Sender Sender
+	// Owner is stored in lease_owner so an operator can tell which process holds a lease.
+	// Default: hostname-pid-random, unique per Worker so that the old and new workers of a
+	// config reload are told apart.
+	Owner string
+	// Concurrency is the maximum number of sends in flight. Default 8.
+	Concurrency int
+	// Batch is the most rows one claim takes. Default 25. A claim never takes more rows
+	// than there are free send slots, so claimed rows never wait in memory while their
+	// lease runs down.
+	Batch int
+	// Lease is how long a claim (and each renewal) holds a delivery. Default 2m.
+	Lease time.Duration
+	// PollInterval is the tick: the correctness path when no notification arrives.
+	// Default 15s.
+	PollInterval time.Duration
+	// ShutdownGrace is how long Stop lets in-flight sends finish before cancelling them
+	// and releasing their leases. Default 10s. Measured on the wall clock, not Now/After.
+	ShutdownGrace time.Duration
+	Retry         RetryPolicy
+	// MaxAttempts overrides the attempt budget of a delivery. Default: the delivery's own
+	// MaxAttempts (set at intake), or 8 for email and 10 for webhooks when that is zero.
+	MaxAttempts func(Delivery) int
+	// Now and After are the clock; tests inject a ManualClock. Defaults time.Now and
+	// time.After. After drives the tick and lease renewals.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	// Rand returns numbers in [0, 1) for backoff jitter; default math/rand/v2.
+	Rand   func() float64
+	Logger *zap.Logger
+	// Notifications makes the worker listen for (and Broadcast send) cross-process
+	// wake-ups when the store implements Notifier. They only accelerate: the tick still
+	// delivers everything with them off.
+	Notifications bool
+	// OnDead is called after a delivery was recorded dead (for metrics and Caddy events).
+	OnDead func(Delivery)
+	// OnAttempt is called after each attempt was recorded (for metrics).
+	OnAttempt func(Delivery, Attempt)
+	// OnPass is called at the end of each claim pass with the number of deliveries it
+	// claimed (their sends may still be running): a test signal.
+	OnPass func(claimed int)
+}
+
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	if c.Owner == "" {
+		c.Owner = defaultOwner()
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Batch <= 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	c.Retry = c.Retry.withDefaults()
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.After == nil {
+		c.After = time.After
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Worker delivers due deliveries: it claims them in batches under a lease, sends each
+// through its Sender with bounded concurrency, renews the lease while a send runs and
+// records the outcome with a write fenced by the lease token. Any number of Workers, in
+// one process or many, may share a store: the claim hands each row to one of them, and a
+// worker that loses its lease (it paused, another reclaimed) writes nothing more.
+//
+// A Worker starts no goroutine before Start and cannot be restarted after Stop; a config
+// reload makes a new one.
+type Worker struct {
+	cfg      WorkerConfig
+	log      *zap.Logger
+	notifier Notifier
+
+	wake  chan struct{} // capacity 1: wake-ups coalesce
+	slots chan struct{} // one token per send in flight
+
+	mu          sync.Mutex
+	state       int // workerNew, workerRunning, workerStopped
+	stopLoop    context.CancelFunc
+	sendCtx     context.Context
+	cancelSends context.CancelFunc
+	loopDone    chan struct{}
+	listenDone  chan struct{}
+	stopDone    chan struct{}
+
+	inflight sync.WaitGroup
+	// aborted is set when the shutdown grace ran out: a send that then fails was cut
+	// short by us, so its lease is released rather than an attempt charged.
+	aborted  atomic.Bool
+	running  atomic.Bool
+	lastTick atomic.Int64 // unix nanoseconds of the last pass, by cfg.Now
+}
+
+const (
+	workerNew = iota
+	workerRunning
+	workerStopped
+)
+
+// NewWorker returns a Worker with cfg's defaults applied. It does not start it.
+func NewWorker(cfg WorkerConfig) *Worker {
+	cfg = cfg.withDefaults()
+	w := &Worker{
+		cfg:      cfg,
+		log:      cfg.Logger.With(zap.String("owner", cfg.Owner)),
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, cfg.Concurrency),
+		stopDone: make(chan struct{}),
+	}
+	if cfg.Notifications {
+		if n, ok := cfg.Store.(Notifier); ok {
+			w.notifier = n
+		}
+	}
+	return w
+}
+
+// Owner is the lease owner this worker writes.
+func (w *Worker) Owner() string { return w.cfg.Owner }
+
+// Start launches the worker and returns at once; the first pass looks for due work
+// immediately. ctx carries values only: the worker runs until Stop.
+func (w *Worker) Start(ctx context.Context) error {
+	if w.cfg.Store == nil || w.cfg.Sender == nil {
+		return errors.New("start outbox worker: Store and Sender are required")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch w.state {
+	case workerRunning:
+		return errors.New("start outbox worker: already started")
+	case workerStopped:
+		return errors.New("start outbox worker: stopped workers cannot be restarted")
+	}
+	w.state = workerRunning
+	base := context.WithoutCancel(ctx)
+	loopCtx, stopLoop := context.WithCancel(base)
+	w.stopLoop = stopLoop
+	w.sendCtx, w.cancelSends = context.WithCancel(base)
+	w.loopDone = make(chan struct{})
+	w.running.Store(true)
+	go w.loop(loopCtx)
+	if w.notifier != nil {
+		w.listenDone = make(chan struct{})
+		go w.listen(loopCtx)
+	}
+	w.log.Info("outbox worker started",
+		zap.Int("concurrency", w.cfg.Concurrency),
+		zap.Duration("lease", w.cfg.Lease),
+		zap.Duration("poll_interval", w.cfg.PollInterval),
+		zap.Bool("notifications", w.notifier != nil))
+	return nil
+}
+
+// Wake asks the worker to look for due work now. It never blocks, and wake-ups that
+// arrive while one is pending coalesce into one pass.
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Broadcast wakes this worker and, with notifications on, the workers of other processes
+// sharing the store. Call it after committing new deliveries.
+func (w *Worker) Broadcast(ctx context.Context) {
+	w.Wake()
+	if w.notifier != nil {
+		w.notifier.Broadcast(ctx)
+	}
+}
+
+// Running reports whether the claim loop is alive.
+func (w *Worker) Running() bool { return w.running.Load() }
+
+// LastTick is when the last claim pass began (by the worker's clock); zero before the
+// first. Health checks compare it with the poll interval.
+func (w *Worker) LastTick() time.Time {
+	n := w.lastTick.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func (w *Worker) loop(ctx context.Context) {
+	defer close(w.loopDone)
+	defer w.running.Store(false)
+	// The tick survives wake-ups, so a stream of wakes neither postpones nor multiplies
+	// the correctness pass.
+	var tick <-chan time.Time
+	for {
+		w.pass(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if tick == nil {
+			tick = w.cfg.After(w.cfg.PollInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-tick:
+			tick = nil
+		}
+	}
+}
+
+// pass claims and dispatches due deliveries until a claim comes back short, which means
+// nothing more is due. It waits for a free send slot before each claim rather than
+// claiming rows it cannot start: a claimed row's lease is already running.
+func (w *Worker) pass(ctx context.Context) {
+	w.lastTick.Store(w.cfg.Now().UnixNano())
+	claimed := 0
+	defer func() {
+		if w.cfg.OnPass != nil {
+			w.cfg.OnPass(claimed)
+		}
+	}()
+	for ctx.Err() == nil {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		free := 1
+		for free < w.cfg.Batch && w.tryAcquire() {
+			free++
+		}
+		ds, err := w.cfg.Store.Claim(ctx, ClaimParams{
+			Owner: w.cfg.Owner,
+			Limit: free,
+			Lease: w.cfg.Lease,
+			Now:   w.cfg.Now(),
+		})
+		if err != nil {
+			w.releaseSlots(free)
+			if ctx.Err() == nil {
+				w.log.Error("claim deliveries", zap.Error(err))
+			}
+			return
+		}
+		w.releaseSlots(free - len(ds))
+		// Rows claimed just as Stop began are dispatched all the same: Stop's grace and
+		// release cover them, and dropping them would leave their leases to expire.
+		for _, d := range ds {
+			w.inflight.Add(1)
+			go w.process(d)
+		}
+		claimed += len(ds)
+		if len(ds) < free {
+			return
+		}
+	}
+}
+
+func (w *Worker) tryAcquire() bool {
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Worker) releaseSlots(n int) {
+	for range n {
+		<-w.slots
+	}
+}
+
+// Stop stops claiming, lets in-flight sends finish within ShutdownGrace (or until ctx
+// ends), then cancels the rest and releases their leases without charging an attempt.
+// It is idempotent and safe before Start.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	switch w.state {
+	case workerNew:
+		w.state = workerStopped
+		close(w.stopDone)
+		w.mu.Unlock()
+		return nil
+	case workerStopped:
+		w.mu.Unlock()
+		select {
+		case <-w.stopDone:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("stop outbox worker: %w", ctx.Err())
+		}
+	}
+	w.state = workerStopped
+	w.mu.Unlock()
+	defer close(w.stopDone)
+	defer w.cancelSends()
+
+	w.stopLoop()
+	<-w.loopDone
+	if w.listenDone != nil {
+		<-w.listenDone
+	}
+
+	idle := make(chan struct{})
+	go func() {
+		w.inflight.Wait()
+		close(idle)
+	}()
+	grace := time.NewTimer(w.cfg.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+		w.log.Info("outbox worker stopped")
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	w.aborted.Store(true)
+	w.cancelSends()
+	// Cancelled sends return promptly if their providers honour the context; releasing
+	// their leases is one short store write each.
+	hard := time.NewTimer(storeTimeout + time.Second)
+	defer hard.Stop()
+	select {
+	case <-idle:
+		w.log.Info("outbox worker stopped after cancelling sends that outlived the shutdown grace",
+			zap.Duration("shutdown_grace", w.cfg.ShutdownGrace))
+		return nil
+	case <-hard.C:
+		return errors.New("stop outbox worker: sends still running after cancellation; their leases will expire")
+	}
+}
+
+func (w *Worker) listen(ctx context.Context) {
+	defer close(w.listenDone)
+	for {
+		err := w.notifier.Listen(ctx, w.Wake)
+		if ctx.Err() != nil {
+			return
+		}
+		// Missing notifications only slows delivery down to the tick; keep trying.
+		w.log.Warn("listen for outbox notifications; retrying", zap.Error(err))
+		t := time.NewTimer(5 * time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		w.Wake()
+	}
+}
+
+func (w *Worker) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(w.sendCtx), storeTimeout)
+}
+
+func (w *Worker) maxAttempts(d Delivery) int {
+	if w.cfg.MaxAttempts != nil {
+		if n := w.cfg.MaxAttempts(d); n > 0 {
+			return n
+		}
+	}
+	if d.MaxAttempts > 0 {
+		return d.MaxAttempts
+	}
+	if d.Channel == ChannelWebhook {
+		return DefaultWebhookAttempts
+	}
+	return DefaultEmailAttempts
+}
+
+func deliveryFields(d Delivery) []zap.Field {
+	return []zap.Field{
+		zap.String("delivery_id", d.ID.String()),
+		zap.String("submission_id", d.SubmissionID.String()),
+		zap.String("route", d.Route),
+		zap.String("channel", string(d.Channel)),
+		zap.Int("attempt", d.Attempts),
+	}
+}
