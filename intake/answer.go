@@ -1,17 +1,158 @@
 package intake
 
 import (
+	"encoding/json"
+	"errors"
+	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/google/uuid"
 )
 
-// WriteAnswer writes the answer after the store committed (or found a duplicate).
-func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) {
-	w.WriteHeader(http.StatusOK)
+// StatusQueued is what the caller passes as AcceptResult.Status when the store could not
+// take the submission and the spool did: the answer then says "status":"queued".
+const StatusQueued outbox.SubmissionStatus = "queued"
+
+// answer is the JSON body of every answer. Duplicate is set only when the store found
+// the idempotency key already used: a client retrying after a lost answer learns that its
+// first post got through (it is never about spam, so it reveals no detection).
+type answer struct {
+	OK        bool        `json:"ok"`
+	ID        string      `json:"id,omitempty"`
+	Status    string      `json:"status,omitempty"`
+	Duplicate bool        `json:"duplicate,omitempty"`
+	Errors    []Violation `json:"errors,omitempty"`
+	Error     string      `json:"error,omitempty"`
 }
 
-// WriteError answers a *RequestError, and any other error as 503 with Retry-After.
-func (c *Config) WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	w.WriteHeader(http.StatusServiceUnavailable)
+// WriteAnswer writes the answer once the store committed the submission (or found a
+// duplicate, or the spool took it). stored carries the id and status to report: on a
+// duplicate those of the original submission.
+//
+//   - A schema violation (quarantined/schema_violation, enforce mode) is answered 422 with
+//     the per-field messages: JSON {"ok":false,"id","status":"quarantined","errors":[...]}
+//     or a small HTML page listing them. A duplicate of such a post gets 422 again.
+//   - Everything else is answered as a success: JSON {"ok":true,"id","status"} with 200, or
+//     for HTML posts 303 See Other to `_next` (if safe) or Config.Redirect, or a built-in
+//     thank-you page with 200. Spam and other quarantine reasons report "accepted", never
+//     their real status, so a bot learns nothing from the answer; a spooled submission
+//     reports "queued".
+func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) {
+	id := stored.ID
+	if id == uuid.Nil {
+		id = res.Submission.ID
+	}
+	status := stored.Status
+	if status == "" {
+		status = res.Submission.Status
+	}
+	w.Header().Set("Cache-Control", "no-store")
+
+	sub := res.Submission
+	if sub.Status == outbox.SubmissionQuarantined && sub.Reason == outbox.ReasonSchemaViolation &&
+		(status == outbox.SubmissionQuarantined || status == StatusQueued) {
+		if res.WantsJSON {
+			writeJSON(w, http.StatusUnprocessableEntity, answer{
+				ID: id.String(), Status: string(outbox.SubmissionQuarantined),
+				Duplicate: stored.Duplicate, Errors: res.Violations,
+			})
+			return
+		}
+		writeHTML(w, http.StatusUnprocessableEntity, problemsPage, res.Violations)
+		return
+	}
+
+	public := string(outbox.SubmissionAccepted)
+	if status == StatusQueued {
+		public = string(StatusQueued)
+	}
+	if res.WantsJSON {
+		writeJSON(w, http.StatusOK, answer{OK: true, ID: id.String(), Status: public, Duplicate: stored.Duplicate})
+		return
+	}
+	target := res.Next
+	if target == "" {
+		target = c.Redirect
+	}
+	if target != "" {
+		w.Header().Set("Location", target)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	writeHTML(w, http.StatusOK, thanksPage, nil)
 }
+
+// WriteError answers a request that did not become a submission. A *RequestError gets its
+// status and message (JSON {"ok":false,"error":...} for JSON clients, plain text
+// otherwise). Any other error means neither the store nor the spool could take the
+// submission: 503 with Retry-After, the only answer that asks the client to try again,
+// and a generic message (the cause is for the log, not the visitor).
+func (c *Config) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Cache-Control", "no-store")
+	var re *RequestError
+	if !errors.As(err, &re) {
+		w.Header().Set("Retry-After", "5")
+		re = &RequestError{
+			Status:  http.StatusServiceUnavailable,
+			Message: "the form could not be saved right now; please try again in a few seconds",
+		}
+	}
+	switch re.Status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", http.MethodPost)
+	case http.StatusUnsupportedMediaType:
+		w.Header().Set("Accept-Post", typeURLEncoded+", "+typeMultipart+", "+typeJSON)
+	}
+	if acceptsJSON(r) || isJSONRequest(r) {
+		writeJSON(w, re.Status, answer{Error: re.Message})
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(re.Status)
+	_, _ = w.Write([]byte(re.Message + "\n"))
+}
+
+func isJSONRequest(r *http.Request) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), typeJSON)
+}
+
+func writeJSON(w http.ResponseWriter, status int, a answer) {
+	body, _ := json.Marshal(a) // an answer always encodes
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func writeHTML(w http.ResponseWriter, status int, t *template.Template, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	// A failure here is a broken connection mid-answer; the submission is stored either way.
+	_ = t.Execute(w, data)
+}
+
+var thanksPage = template.Must(template.New("thanks").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Thank you</title></head>
+<body style="font-family:sans-serif;max-width:36em;margin:3em auto">
+<h1>Thank you</h1>
+<p>Your message has been received.</p>
+</body></html>
+`))
+
+var problemsPage = template.Must(template.New("problems").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Please check the form</title></head>
+<body style="font-family:sans-serif;max-width:36em;margin:3em auto">
+<h1>Please check the form</h1>
+<ul>
+{{- range .}}
+<li>{{.Message}}</li>
+{{- end}}
+</ul>
+<p>Go back, correct these fields and send the form again.</p>
+</body></html>
+`))

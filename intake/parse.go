@@ -1,13 +1,92 @@
 package intake
 
 import (
-	"errors"
+	"fmt"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/google/uuid"
 )
 
 // Parse reads and checks one request. now stamps CreatedAt. It returns a *Result, or a
-// *RequestError for requests that cannot become a submission at all.
+// *RequestError for requests that cannot become a submission at all: 405 not a POST, 413
+// body too large, 415 unsupported content type, 400 malformed body, invalid UTF-8, NUL,
+// too many or too long fields, file uploads, nested JSON, a bad idempotency key. Any
+// other error (the system could not make an id) is not the client's fault: answer 503.
+//
+// Every other request becomes a submission with a status: spam when the honeypot is
+// filled, quarantined/schema_violation when the field spec is broken in enforce mode,
+// accepted otherwise. Config.Provision must have run.
 func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
-	return nil, errors.New("intake: Parse not implemented yet")
+	if r.Method != http.MethodPost {
+		return nil, &RequestError{Status: http.StatusMethodNotAllowed, Message: "forms are submitted with POST"}
+	}
+	raw, isJSON, err := c.readFields(r)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := c.normalise(raw)
+	if err != nil {
+		return nil, err
+	}
+	data, sp, err := c.split(fields, r)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("intake: submission id: %w", err)
+	}
+	sub := &outbox.Submission{
+		ID:             id,
+		Form:           c.Form,
+		Status:         outbox.SubmissionAccepted,
+		Data:           data,
+		Meta:           c.meta(r),
+		IdempotencyKey: sp.idempotencyKey,
+		ContentHash:    contentHash(c.Form, data),
+		CreatedAt:      now,
+	}
+	res := &Result{Submission: sub, WantsJSON: isJSON || acceptsJSON(r), Next: sp.next}
+
+	// A filled honeypot decides the matter: a bot gets no validation feedback.
+	if sp.honeypot != "" {
+		sub.Status, sub.Reason = outbox.SubmissionSpam, outbox.ReasonHoneypot
+	} else if res.Violations = c.validate(data); len(res.Violations) > 0 && c.Mode == ModeEnforce {
+		sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation
+	}
+
+	if res.Deliveries, err = c.plan(sub, sp, replyTo(sp, data), now); err != nil {
+		return nil, fmt.Errorf("intake: %w", err)
+	}
+	return res, nil
+}
+
+// replyTo picks the visitor's address for Reply-To: `_replyto`, else the `email`
+// field, and only a valid bare address (never in From, never with a display name).
+func replyTo(sp specials, data outbox.Fields) string {
+	if validEmail(sp.replyTo) {
+		return sp.replyTo
+	}
+	if v, _ := data.Get("email"); validEmail(v) {
+		return v
+	}
+	return ""
+}
+
+// acceptsJSON reports an Accept header naming application/json explicitly; "*/*" (what
+// fetch sends by default) is not enough, since browsers' form posts send it too.
+func acceptsJSON(r *http.Request) bool {
+	for _, h := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(h, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && mt == typeJSON {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,0 +1,63 @@
+package intake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+const (
+	maxUserAgentLength = 512
+	maxURLHeaderLength = 1024
+	// clientIPHashHex is 128 bits of the HMAC: plenty to tell clients apart.
+	clientIPHashHex = 32
+)
+
+// meta records where a post came from without keeping the visitor's address: the
+// client IP is stored as a keyed hash, which lets an operator group a flood by client
+// but cannot be reversed by hashing the IPv4 space without the key.
+func (c *Config) meta(r *http.Request) outbox.Meta {
+	return outbox.Meta{
+		Origin:    headerText(r.Header.Get("Origin"), maxURLHeaderLength),
+		Referer:   headerText(r.Header.Get("Referer"), maxURLHeaderLength),
+		UserAgent: headerText(r.Header.Get("User-Agent"), maxUserAgentLength),
+		ClientIP:  c.hashIP(c.clientIP(r)),
+	}
+}
+
+func (c *Config) clientIP(r *http.Request) string {
+	if c.ClientIP != nil {
+		return c.ClientIP(r)
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+func (c *Config) hashIP(ip string) string {
+	if ip == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, c.IPHashKey)
+	m.Write([]byte(ip))
+	return hex.EncodeToString(m.Sum(nil))[:clientIPHashHex]
+}
+
+// headerText keeps a header value fit for storage: valid UTF-8, no control
+// characters, bounded.
+func headerText(v string, max int) string {
+	v = strings.ToValidUTF8(v, "")
+	v = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, v)
+	return truncateRunes(strings.TrimSpace(v), max)
+}

@@ -1,0 +1,94 @@
+package intake
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/google/uuid"
+)
+
+// plan makes one delivery per route per recipient, each with its rendered payload, so
+// what will be sent is fixed at intake. Spam and quarantined submissions get their
+// deliveries too, as skipped: releasing the submission only has to flip their status.
+func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now time.Time) ([]outbox.Delivery, error) {
+	status := outbox.DeliveryPending
+	if sub.Status != outbox.SubmissionAccepted {
+		status = outbox.DeliverySkipped
+	}
+	var text, html string
+	var out []outbox.Delivery
+	for _, route := range c.Routes {
+		var recipients []string
+		switch route.Channel {
+		case outbox.ChannelEmail:
+			recipients = route.To
+			if text == "" {
+				text = emailText(c.Form, sub)
+				var err error
+				if html, err = emailHTML(c.Form, sub); err != nil {
+					return nil, err
+				}
+			}
+		case outbox.ChannelWebhook:
+			recipients = []string{route.URL}
+		default:
+			return nil, fmt.Errorf("plan route %s: unknown channel %q", route.Name, route.Channel)
+		}
+		for _, to := range recipients {
+			var p outbox.Payload
+			if route.Channel == outbox.ChannelEmail {
+				p = outbox.Payload{
+					To:      to,
+					ReplyTo: replyTo,
+					Subject: c.subject(route, sub.Data, sp),
+					Text:    text,
+					HTML:    html,
+				}
+			} else {
+				var err error
+				if p, err = webhookPayload(to, sub); err != nil {
+					return nil, err
+				}
+			}
+			payload, err := json.Marshal(p)
+			if err != nil {
+				return nil, fmt.Errorf("plan route %s: encode payload: %w", route.Name, err)
+			}
+			id, err := uuid.NewV7()
+			if err != nil {
+				return nil, fmt.Errorf("plan route %s: delivery id: %w", route.Name, err)
+			}
+			out = append(out, outbox.Delivery{
+				ID:            id,
+				SubmissionID:  sub.ID,
+				Route:         route.Name,
+				Channel:       route.Channel,
+				Recipient:     to,
+				Status:        status,
+				MaxAttempts:   c.maxAttempts(route),
+				NextAttemptAt: now,
+				Payload:       payload,
+				CreatedAt:     now,
+				UpdatedAt:     now,
+			})
+		}
+	}
+	return out, nil
+}
+
+func (c *Config) maxAttempts(route Route) int {
+	switch {
+	case route.MaxAttempts > 0:
+		return route.MaxAttempts
+	case route.Channel == outbox.ChannelWebhook && c.WebhookAttempts > 0:
+		return c.WebhookAttempts
+	case route.Channel == outbox.ChannelWebhook:
+		return DefaultWebhookAttempts
+	case c.EmailAttempts > 0:
+		return c.EmailAttempts
+	default:
+		return DefaultEmailAttempts
+	}
+}

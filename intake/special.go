@@ -1,0 +1,91 @@
+package intake
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Formspree-compatible special fields. Every name starting with "_" is an instruction
+// to the service, not visitor content: the known ones are read here, unknown ones are
+// dropped, so that a future special field never leaks into notifications or the data.
+const (
+	fieldIdempotencyKey = "_idempotency_key"
+	fieldReplyTo        = "_replyto"
+	fieldSubject        = "_subject"
+	fieldNext           = "_next"
+
+	headerIdempotencyKey = "Idempotency-Key"
+
+	maxSubjectLength = 200
+)
+
+// specials holds what the special fields asked for.
+type specials struct {
+	honeypot       string
+	idempotencyKey string
+	replyTo        string // as sent; validated later
+	subject        string // single line, bounded
+	next           string // safe same-origin path or empty
+}
+
+// split separates the special fields (and the honeypot, whatever its name) from the
+// visitor's data.
+func (c *Config) split(fields outbox.Fields, r *http.Request) (outbox.Fields, specials, error) {
+	var sp specials
+	data := make(outbox.Fields, 0, len(fields))
+	for _, f := range fields {
+		switch {
+		case f.Name == c.Honeypot:
+			sp.honeypot = f.Value
+		case f.Name == fieldIdempotencyKey:
+			sp.idempotencyKey = f.Value
+		case f.Name == fieldReplyTo:
+			sp.replyTo = f.Value
+		case f.Name == fieldSubject:
+			sp.subject = truncateRunes(singleLine(f.Value), maxSubjectLength)
+		case f.Name == fieldNext:
+			sp.next = safeNext(f.Value)
+		case strings.HasPrefix(f.Name, "_"):
+		default:
+			data = append(data, f)
+		}
+	}
+	// The header wins: it is what HTTP clients and retry libraries set deliberately.
+	if h := strings.TrimSpace(r.Header.Get(headerIdempotencyKey)); h != "" {
+		sp.idempotencyKey = h
+	}
+	if k := sp.idempotencyKey; k != "" {
+		if utf8.RuneCountInString(k) > MaxIdempotencyKeyLength {
+			return nil, sp, badRequest("idempotency key too long (at most %d characters)", MaxIdempotencyKeyLength)
+		}
+		if hasControl(k) {
+			return nil, sp, badRequest("idempotency key must not contain control characters")
+		}
+	}
+	return data, sp, nil
+}
+
+// safeNext keeps `_next` only when it is a path on this site, so the form can never be
+// turned into an open redirect: "/thanks" yes; "//evil", "/\evil", "https://..." no.
+func safeNext(v string) string {
+	if len(v) < 1 || len(v) > 2000 || v[0] != '/' || strings.HasPrefix(v, "//") ||
+		strings.ContainsAny(v, "\\ ") || hasControl(v) {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return ""
+	}
+	return v
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
