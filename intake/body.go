@@ -156,7 +156,7 @@ func (c *Config) readJSON(body io.Reader) (outbox.Fields, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	tok, err := dec.Token()
+	tok, err := jsonToken(dec)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (c *Config) readJSON(body io.Reader) (outbox.Fields, error) {
 	}
 	var out outbox.Fields
 	for dec.More() {
-		kt, err := dec.Token()
+		kt, err := jsonToken(dec)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +176,7 @@ func (c *Config) readJSON(body io.Reader) (outbox.Fields, error) {
 		if len(out) >= c.MaxFields {
 			return nil, errTooManyFields
 		}
-		vt, err := dec.Token()
+		vt, err := jsonToken(dec)
 		if err != nil {
 			return nil, err
 		}
@@ -195,13 +195,26 @@ func (c *Config) readJSON(body io.Reader) (outbox.Fields, error) {
 		}
 		out = append(out, outbox.Field{Name: name, Value: value})
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
+	if _, err := jsonToken(dec); err != nil { // the closing brace
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, badRequest("malformed JSON body: data after the object")
 	}
 	return out, nil
+}
+
+// jsonToken reads the next token; the body is complete in memory, so running out of
+// input means the client sent a truncated document.
+func jsonToken(dec *json.Decoder) (json.Token, error) {
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return nil, badRequest("malformed JSON body: unexpected end")
+	}
+	if err != nil {
+		return nil, badRequest("malformed JSON body: %v", err)
+	}
+	return tok, nil
 }
 
 // printable makes a visitor-supplied name safe to echo in an error message.
