@@ -84,16 +84,22 @@ func TestParseOutcomes(t *testing.T) {
 			delivery: outbox.DeliveryPending,
 		},
 		{
-			name:      "Accept: application/json on a form post wants JSON",
-			req:       func(t *testing.T) *http.Request { r := postForm(form(validContact...)); r.Header.Set("Accept", "text/html, application/json;q=0.9"); return r },
+			name: "Accept: application/json on a form post wants JSON",
+			req: func(t *testing.T) *http.Request {
+				r := postForm(form(validContact...))
+				r.Header.Set("Accept", "text/html, application/json;q=0.9")
+				return r
+			},
 			status:    outbox.SubmissionAccepted,
 			data:      fields(validContact...),
 			wantsJSON: true,
 			delivery:  outbox.DeliveryPending,
 		},
 		{
-			name:     "honeypot filled is spam and skips every delivery",
-			req:      func(t *testing.T) *http.Request { return postForm(form(append([]string{"_gotcha", "http://spam.example"}, validContact...)...)) },
+			name: "honeypot filled is spam and skips every delivery",
+			req: func(t *testing.T) *http.Request {
+				return postForm(form(append([]string{"_gotcha", "http://spam.example"}, validContact...)...))
+			},
 			status:   outbox.SubmissionSpam,
 			reason:   outbox.ReasonHoneypot,
 			data:     fields(validContact...),
@@ -136,8 +142,10 @@ func TestParseOutcomes(t *testing.T) {
 			delivery:  outbox.DeliverySkipped,
 		},
 		{
-			name:     "max_length counts characters, not bytes",
-			req:      func(t *testing.T) *http.Request { return postForm(form("name", strings.Repeat("é", 120), "email", "a@example.com", "message", "m")) },
+			name: "max_length counts characters, not bytes",
+			req: func(t *testing.T) *http.Request {
+				return postForm(form("name", strings.Repeat("é", 120), "email", "a@example.com", "message", "m"))
+			},
 			status:   outbox.SubmissionAccepted,
 			data:     fields("name", strings.Repeat("é", 120), "email", "a@example.com", "message", "m"),
 			delivery: outbox.DeliveryPending,
