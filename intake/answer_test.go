@@ -41,15 +41,19 @@ func TestWriteAnswer(t *testing.T) {
 			body:     func(*Result) string { return "" },
 		},
 		{
-			name:     "safe _next wins over the configured redirect",
-			req:      func(t *testing.T) *http.Request { return postForm(form(append(validContact, "_next", "/merci.html")...)) },
+			name: "safe _next wins over the configured redirect",
+			req: func(t *testing.T) *http.Request {
+				return postForm(form(append(validContact, "_next", "/merci.html")...))
+			},
 			code:     303,
 			location: "/merci.html",
 			body:     func(*Result) string { return "" },
 		},
 		{
-			name:     "unsafe _next is ignored",
-			req:      func(t *testing.T) *http.Request { return postForm(form(append(validContact, "_next", "https://evil.example/")...)) },
+			name: "unsafe _next is ignored",
+			req: func(t *testing.T) *http.Request {
+				return postForm(form(append(validContact, "_next", "https://evil.example/")...))
+			},
 			code:     303,
 			location: "/thanks.html",
 			body:     func(*Result) string { return "" },
@@ -63,8 +67,10 @@ func TestWriteAnswer(t *testing.T) {
 			contains: []string{"<title>Thank you</title>", "Your message has been received."},
 		},
 		{
-			name:  "JSON body gets the JSON answer",
-			req:   func(t *testing.T) *http.Request { return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`) },
+			name: "JSON body gets the JSON answer",
+			req: func(t *testing.T) *http.Request {
+				return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`)
+			},
 			code:  200,
 			ctype: "application/json",
 			body: func(res *Result) string {
@@ -186,7 +192,9 @@ func TestWriteAnswer(t *testing.T) {
 		},
 		{
 			name: "spooled submission says queued",
-			req:  func(t *testing.T) *http.Request { return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`) },
+			req: func(t *testing.T) *http.Request {
+				return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`)
+			},
 			store: func(res *Result) outbox.AcceptResult {
 				return outbox.AcceptResult{ID: res.Submission.ID, Status: StatusQueued}
 			},
