@@ -1,0 +1,132 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Accept writes sub, its deliveries and a submission.received event in one transaction.
+//
+// A submission whose (form, idempotency key) or whose id is already stored is a duplicate:
+// nothing is written and the stored submission's id and status come back with Duplicate
+// set. Matching on the id too makes a spool replay of an already stored submission a
+// no-op. Concurrent Accepts with one key are safe: INSERT ... ON CONFLICT DO NOTHING waits
+// for the first inserter to commit, then finds its row. Deliveries are stored as given,
+// except that a missing id, status, next attempt time or creation time is filled in (new
+// UUIDv7; pending, or skipped when sub is not accepted; sub's creation time); the caller's
+// values are not modified.
+func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error) {
+	if sub == nil || sub.ID == uuid.Nil {
+		return outbox.AcceptResult{}, errors.New("accept submission: missing submission id")
+	}
+	created := orNow(sub.CreatedAt)
+	data, err := json.Marshal(sub.Data)
+	if err != nil {
+		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
+	}
+	if sub.Data == nil {
+		data = []byte("{}")
+	}
+	meta, err := json.Marshal(sub.Meta)
+	if err != nil {
+		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
+	}
+	event, err := json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)})
+	if err != nil {
+		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
+	}
+	var key *string
+	if sub.IdempotencyKey != "" {
+		key = &sub.IdempotencyKey
+	}
+
+	res := outbox.AcceptResult{ID: sub.ID, Status: sub.Status}
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		var inserted uuid.UUID
+		err := tx.QueryRow(ctx, `INSERT INTO submissions (`+submissionColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT DO NOTHING RETURNING id`,
+			sub.ID, sub.Form, string(sub.Status), sub.Reason, string(data), string(meta),
+			key, sub.ContentHash, sub.Test, created).Scan(&inserted)
+		if isNoRows(err) {
+			var status string
+			err := tx.QueryRow(ctx, `SELECT id, status FROM submissions
+				WHERE (form = $2 AND idempotency_key = $3) OR id = $1
+				ORDER BY id = $1 LIMIT 1`, sub.ID, sub.Form, key).Scan(&res.ID, &status)
+			if err != nil {
+				return fmt.Errorf("look up duplicate: %w", err)
+			}
+			res.Status = outbox.SubmissionStatus(status)
+			res.Duplicate = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("insert submission: %w", err)
+		}
+
+		b := &pgx.Batch{}
+		for i := range deliveries {
+			d := plannedDelivery(sub, deliveries[i], created)
+			payload := string(d.Payload)
+			if len(d.Payload) == 0 {
+				payload = "{}"
+			}
+			b.Queue(`INSERT INTO deliveries (`+deliveryColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+				d.ID, sub.ID, d.Route, string(d.Channel), d.Recipient, string(d.Status),
+				d.Attempts, d.MaxAttempts, d.NextAttemptAt, d.LeaseOwner, d.LeaseToken,
+				nullTime(d.LockedUntil), d.LastError, d.Provider, d.ProviderMessageID, payload,
+				d.CreatedAt, d.UpdatedAt, nullTime(d.SentAt))
+		}
+		b.Queue(`INSERT INTO events (kind, submission_id, data, at) VALUES ($1, $2, $3, $4)`,
+			outbox.EventSubmissionReceived, sub.ID, string(event), created)
+		br := tx.SendBatch(ctx, b)
+		for i := range deliveries {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return fmt.Errorf("insert delivery %d (route %q): %w", i, deliveries[i].Route, err)
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return fmt.Errorf("insert event: %w", err)
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: %w", sub.ID, err)
+	}
+	return res, nil
+}
+
+// plannedDelivery fills what the caller may leave unset.
+func plannedDelivery(sub *outbox.Submission, d outbox.Delivery, created time.Time) outbox.Delivery {
+	if d.ID == uuid.Nil {
+		d.ID = uuid.Must(uuid.NewV7())
+	}
+	d.SubmissionID = sub.ID
+	if d.Status == "" {
+		d.Status = outbox.DeliveryPending
+		if sub.Status != outbox.SubmissionAccepted {
+			d.Status = outbox.DeliverySkipped
+		}
+	}
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = created
+	}
+	if d.UpdatedAt.IsZero() {
+		d.UpdatedAt = d.CreatedAt
+	}
+	if d.NextAttemptAt.IsZero() {
+		d.NextAttemptAt = d.CreatedAt
+	}
+	return d
+}

@@ -1,0 +1,67 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// claimSQL picks due rows oldest first and leases them in one statement. SKIP LOCKED lets
+// concurrent claimers (goroutines, processes, Caddy instances) each take different rows
+// without waiting; a row another claimer leased and committed meanwhile fails the
+// re-checked WHERE and is dropped, so no row is ever handed out twice.
+const claimSQL = `
+WITH due AS (
+	SELECT id FROM deliveries
+	WHERE (status IN ('pending', 'failed') AND next_attempt_at <= $1)
+	   OR (status = 'sending' AND locked_until < $1)
+	ORDER BY next_attempt_at, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE deliveries d SET
+	status = 'sending',
+	lease_owner = $3,
+	lease_token = gen_random_uuid()::text,
+	locked_until = $4,
+	attempts = d.attempts + 1,
+	updated_at = $1
+FROM due
+WHERE d.id = due.id
+RETURNING ` + "d.id, d.submission_id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts, " +
+	"d.next_attempt_at, d.lease_owner, d.lease_token, d.locked_until, d.last_error, d.provider, " +
+	"d.provider_message_id, d.payload, d.created_at, d.updated_at, d.sent_at"
+
+// Claim leases up to p.Limit due deliveries, oldest next_attempt_at first, each with its
+// own random lease token. Due-ness is judged against p.Now, never the database clock, so
+// tests (and workers) drive time.
+func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	if p.Lease <= 0 {
+		return nil, errors.New("claim deliveries: lease must be positive")
+	}
+	now := orNow(p.Now)
+	rows, err := s.pool.Query(ctx, claimSQL, now, p.Limit, p.Owner, now.Add(p.Lease))
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outbox.Delivery, error) { return scanDelivery(r) })
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	// RETURNING gives no order guarantee; callers get the claim order.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextAttemptAt.Equal(out[j].NextAttemptAt) {
+			return out[i].NextAttemptAt.Before(out[j].NextAttemptAt)
+		}
+		return out[i].ID.String() < out[j].ID.String()
+	})
+	return out, nil
+}

@@ -1,0 +1,19 @@
+package pgstore
+
+// Hooks for the external tests: they may not reach internals otherwise, because they
+// import storetest, which imports this package.
+
+// NotifySends counts NOTIFY statements this store has sent.
+func NotifySends(s *Store) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notifySends
+}
+
+// SetOnListening installs a hook called whenever Listen has its LISTEN in place.
+func SetOnListening(s *Store, f func()) { s.onListening = f }
+
+// ChannelName is the store's NOTIFY channel.
+func ChannelName(s *Store) string { return s.channel }
+
+const NotifyWindow = notifyWindow

@@ -1,0 +1,122 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations lists the embedded files ordered by the number that prefixes their name.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %q: name must start with a positive number and '_'", e.Name())
+		}
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %q and %q share a version", out[i-1].name, out[i].name)
+		}
+	}
+	return out, nil
+}
+
+// lockKey is the advisory lock that serializes migrations of one schema; other schemas
+// (other tests, other tenants) migrate in parallel.
+func lockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("form_outbox.migrate:" + schema))
+	return int64(h.Sum64())
+}
+
+// migrate creates the schema if needed and applies every migration not yet recorded, all
+// in one transaction holding a transaction-scoped advisory lock: a concurrent Open waits,
+// then finds everything recorded, and a failed migration leaves nothing half applied.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(s.schema)); err != nil {
+			return fmt.Errorf("take migration lock: %w", err)
+		}
+		if s.schema != "" {
+			// Look before creating: CREATE SCHEMA IF NOT EXISTS still demands the CREATE
+			// privilege on the database, which a role given an existing schema may lack.
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`,
+				s.schema).Scan(&exists); err != nil {
+				return fmt.Errorf("look up schema: %w", err)
+			}
+			if !exists {
+				if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+					return fmt.Errorf("create schema: %w", err)
+				}
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS form_outbox_migrations (
+			version    integer PRIMARY KEY,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return fmt.Errorf("create migrations table: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM form_outbox_migrations`)
+		if err != nil {
+			return err
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return fmt.Errorf("read applied migrations: %w", err)
+		}
+		done := map[int]bool{}
+		for _, v := range applied {
+			done[v] = true
+		}
+		for _, m := range ms {
+			if done[m.version] {
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("apply %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO form_outbox_migrations (version) VALUES ($1)`, m.version); err != nil {
+				return fmt.Errorf("record %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}

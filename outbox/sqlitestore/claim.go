@@ -1,0 +1,67 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Claim leases up to p.Limit due deliveries, oldest next_attempt_at first. It is one
+// UPDATE inside an IMMEDIATE transaction on the single writer, so two claimers (even in
+// two processes sharing the file) can never lease the same row. Each row gets its own
+// random lease token.
+func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	if p.Lease <= 0 {
+		return nil, errors.New("claim deliveries: lease must be positive")
+	}
+	now := micros(orNow(p.Now))
+	until := micros(orNow(p.Now).Add(p.Lease))
+	var out []outbox.Delivery
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET
+				status = 'sending',
+				lease_owner = ?,
+				lease_token = lower(hex(randomblob(16))),
+				locked_until = ?,
+				attempts = attempts + 1,
+				updated_at = ?
+			WHERE id IN (
+				SELECT id FROM deliveries
+				WHERE (status IN ('pending', 'failed') AND next_attempt_at <= ?)
+				   OR (status = 'sending' AND locked_until < ?)
+				ORDER BY next_attempt_at, id
+				LIMIT ?)
+			RETURNING `+deliveryColumns,
+			p.Owner, until, now, now, now, p.Limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDelivery(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	// RETURNING gives no order guarantee; callers get the claim order.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextAttemptAt.Equal(out[j].NextAttemptAt) {
+			return out[i].NextAttemptAt.Before(out[j].NextAttemptAt)
+		}
+		return out[i].ID.String() < out[j].ID.String()
+	})
+	return out, nil
+}

@@ -1,0 +1,198 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Every write after a claim is fenced: it matches the row only while the row is still
+// sending under the caller's lease token. Zero rows matched means another worker owns the
+// delivery now (or it was finished), and the caller gets outbox.ErrLeaseLost with nothing
+// written.
+
+// Renew moves locked_until of a lease the caller still holds.
+func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUntil time.Time) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET locked_until = ?
+			WHERE id = ? AND status = 'sending' AND lease_token = ? AND lease_token <> ''`,
+			micros(lockedUntil), id.String(), token)
+		return fenced(res, err)
+	})
+	if err != nil {
+		return fmt.Errorf("renew lease of delivery %s: %w", id, err)
+	}
+	return nil
+}
+
+// Complete records the attempt and the delivery's new state in one transaction, fenced by
+// the lease token. The lease is cleared. The attempt row's number is c.Attempt.Attempt
+// (or the delivery's attempts when zero), raised past any number already in the history
+// so that attempts after a manual retry (which resets the budget) never collide with the
+// earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
+// and c.Now.
+func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
+	switch c.Status {
+	case outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead:
+	default:
+		return fmt.Errorf("complete delivery %s: status %q is not sent, failed or dead", c.DeliveryID, c.Status)
+	}
+	now := orNow(c.Now)
+	next := c.NextAttemptAt
+	if next.IsZero() {
+		next = now
+	}
+	var eventData []byte
+	if c.Event != nil {
+		eventData = c.Event.Data
+		if len(eventData) == 0 {
+			eventData = json.RawMessage("{}")
+		}
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var (
+			subID    string
+			attempts int
+		)
+		err := tx.QueryRowContext(ctx, `UPDATE deliveries SET
+				status = ?1,
+				next_attempt_at = CASE WHEN ?1 = 'failed' THEN ?2 ELSE next_attempt_at END,
+				last_error = ?3,
+				provider = ?4,
+				provider_message_id = ?5,
+				lease_owner = '',
+				lease_token = '',
+				locked_until = NULL,
+				updated_at = ?6,
+				sent_at = CASE WHEN ?1 = 'sent' THEN ?6 ELSE sent_at END
+			WHERE id = ?7 AND status = 'sending' AND lease_token = ?8 AND lease_token <> ''
+			RETURNING submission_id, attempts`,
+			string(c.Status), micros(next), c.LastError, c.Provider, c.ProviderMessageID,
+			micros(now), c.DeliveryID.String(), c.LeaseToken).Scan(&subID, &attempts)
+		if errors.Is(err, sql.ErrNoRows) {
+			return outbox.ErrLeaseLost
+		}
+		if err != nil {
+			return fmt.Errorf("update delivery: %w", err)
+		}
+		a := c.Attempt
+		if a.Attempt <= 0 {
+			a.Attempt = attempts
+		}
+		var last int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM delivery_attempts
+			WHERE delivery_id = ?`, c.DeliveryID.String()).Scan(&last); err != nil {
+			return fmt.Errorf("number attempt: %w", err)
+		}
+		a.Attempt = max(a.Attempt, last+1)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+attemptColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.DeliveryID.String(), a.Attempt, a.Provider, micros(orTime(a.StartedAt, now)),
+			micros(orTime(a.FinishedAt, now)), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
+			a.ProviderMessageID); err != nil {
+			return fmt.Errorf("insert attempt: %w", err)
+		}
+		if c.Event != nil {
+			e := *c.Event
+			if e.SubmissionID == uuid.Nil {
+				if e.SubmissionID, err = uuid.Parse(subID); err != nil {
+					return err
+				}
+			}
+			if e.DeliveryID == uuid.Nil {
+				e.DeliveryID = c.DeliveryID
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
+				VALUES (?, ?, ?, ?, ?)`,
+				e.Kind, e.SubmissionID.String(), e.DeliveryID.String(), string(eventData),
+				micros(orTime(e.At, now))); err != nil {
+				return fmt.Errorf("insert event: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
+	}
+	return nil
+}
+
+// Release gives a lease back without charging the attempt the claim counted: attempts-1,
+// lease cleared, due at now. The status becomes failed when earlier attempts remain on
+// the count (a retry was already scheduled before this claim) and pending otherwise;
+// both are due statuses, the difference is only what an operator reads.
+func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now time.Time) error {
+	now = orNow(now)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET
+				status = CASE WHEN attempts - 1 > 0 THEN 'failed' ELSE 'pending' END,
+				attempts = MAX(attempts - 1, 0),
+				lease_owner = '',
+				lease_token = '',
+				locked_until = NULL,
+				next_attempt_at = ?1,
+				updated_at = ?1
+			WHERE id = ?2 AND status = 'sending' AND lease_token = ?3 AND lease_token <> ''`,
+			micros(now), id.String(), token)
+		return fenced(res, err)
+	})
+	if err != nil {
+		return fmt.Errorf("release lease of delivery %s: %w", id, err)
+	}
+	return nil
+}
+
+// Retry makes a dead or failed delivery pending with attempts = 0, due at now. last_error
+// is kept so the operator still sees why it stopped; the attempts history is untouched.
+func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
+	now = orNow(now)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM deliveries WHERE id = ?`, id.String()).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return outbox.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
+			return outbox.ErrNotRetryable
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
+			next_attempt_at = ?1, updated_at = ?1 WHERE id = ?2`, micros(now), id.String())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("retry delivery %s: %w", id, err)
+	}
+	return nil
+}
+
+// fenced turns "no row matched" into ErrLeaseLost.
+func fenced(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return outbox.ErrLeaseLost
+	}
+	return nil
+}
+
+func orTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
+}

@@ -1,0 +1,136 @@
+// Package sqlitestore is the embedded outbox.Store: one SQLite file (modernc.org/sqlite,
+// pure Go) in WAL mode with synchronous=FULL, so a commit that returned survives a power
+// cut. It owns its schema and migrations.
+//
+// SQLite allows one writer at a time. Rather than letting concurrent writers race for the
+// file lock and fail with SQLITE_BUSY, every write goes through a pool of exactly one
+// connection whose transactions begin IMMEDIATE; reads use a separate pool and see the
+// last committed state (WAL readers never block the writer).
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// busyTimeoutMS bounds how long a write waits for another process holding the file lock.
+// Within this process writes are serialized before they reach SQLite.
+const busyTimeoutMS = 10000
+
+// readConns is the size of the read pool; WAL lets them run beside the writer.
+const readConns = 4
+
+// Store is an outbox.Store on one SQLite file. Use Open.
+type Store struct {
+	path string
+	w    *sql.DB // exactly one connection, BEGIN IMMEDIATE
+	r    *sql.DB // readers
+}
+
+// Open opens (creating if needed) the database file at path, creating its parent
+// directory, and applies pending migrations. Re-opening an up-to-date file changes nothing.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite store: empty path")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open sqlite store: create directory: %w", err)
+		}
+	}
+	w, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{path: path, w: w}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	// The read pool opens only after the writer has switched the file to WAL, which is
+	// persistent, so readers never see a rollback-journal database.
+	r, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
+	s.r = r
+	if err := r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	return s, nil
+}
+
+// dsn builds the connection string. Pragmas are applied to every new connection by the
+// driver, so a reconnect can never come back without them.
+func dsn(path string, writer bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if writer {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Ping checks that both pools can reach the file.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite store: %w", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite store: %w", err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sqlite store: %w", err)
+	}
+	return nil
+}
+
+// writeTx runs fn in one IMMEDIATE transaction on the single writer connection.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+var _ outbox.Store = (*Store)(nil)
