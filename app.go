@@ -1,0 +1,297 @@
+package formoutbox
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// DefaultAcceptTimeout bounds one store write at intake (DESIGN section 7): past it the
+// visitor gets an answer rather than a hanging request.
+const DefaultAcceptTimeout = 2 * time.Second
+
+// DefaultFrom is the sender of development email when `email { from }` is not set.
+const DefaultFrom = "form_outbox <form-outbox@localhost>"
+
+// App is the `form_outbox` Caddy app: it owns the store shared by every form handler and
+// the worker that delivers their submissions. It is configured by the global option
+// block; without one, the first handler loads it with defaults (SQLite under Caddy's data
+// dir, .eml files for email), and Caddy starts it like any configured app because
+// ctx.App records every app it loads in the running config.
+type App struct {
+	// Storage selects the database. Default: SQLite under Caddy's data dir.
+	Storage *StorageConfig `json:"storage,omitempty"`
+	// Worker tunes the delivery worker.
+	Worker *WorkerConfig `json:"worker,omitempty"`
+	// Retry sets backoff and attempt budgets.
+	Retry *RetryConfig `json:"retry,omitempty"`
+	// Email configures the sender address and the email provider.
+	Email *EmailConfig `json:"email,omitempty"`
+
+	ctx       caddy.Context
+	logger    *zap.Logger
+	storage   StorageConfig // resolved
+	storeKey  string        // set once the store pool holds a reference for this App
+	store     outbox.Store
+	worker    *outbox.Worker
+	ipHashKey []byte
+	from      string
+	mailDir   string
+
+	secretsMu sync.RWMutex
+	secrets   map[string]string // webhook URL -> signing secret, registered by handlers
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// WorkerConfig is the JSON twin of the `worker { ... }` block. Zero values mean the
+// defaults of outbox.WorkerConfig.
+type WorkerConfig struct {
+	// Concurrency is the most sends in flight. Default 8.
+	Concurrency int `json:"concurrency,omitempty"`
+	// PollInterval is the tick that finds due work even without a wake-up. Default 15s.
+	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
+	// Lease is how long a claim holds a delivery before another worker may take it. Default 2m.
+	Lease caddy.Duration `json:"lease,omitempty"`
+	// Batch is the most deliveries one claim takes. Default 25.
+	Batch int `json:"batch,omitempty"`
+	// ShutdownGrace is how long Stop lets in-flight sends finish. Default 10s.
+	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
+	// Notifications enables LISTEN/NOTIFY wake-ups across instances on PostgreSQL.
+	// Default on; off leaves delivery to the tick.
+	Notifications *bool `json:"notifications,omitempty"`
+}
+
+// RetryConfig is the JSON twin of the `retry { ... }` block.
+type RetryConfig struct {
+	// Base is the delay after the first failed attempt. Default 30s.
+	Base caddy.Duration `json:"base,omitempty"`
+	// MaxDelay caps the exponential backoff. Default 6h.
+	MaxDelay caddy.Duration `json:"max_delay,omitempty"`
+	// EmailAttempts and WebhookAttempts are the attempt budgets. Defaults 8 and 10.
+	EmailAttempts   int `json:"email_attempts,omitempty"`
+	WebhookAttempts int `json:"webhook_attempts,omitempty"`
+}
+
+// EmailConfig is the JSON twin of the `email { ... }` block.
+type EmailConfig struct {
+	// From is the verified sender of every email; visitors only ever reach Reply-To.
+	From string `json:"from,omitempty"`
+	// File writes each email as an .eml file (development). It is also what runs when no
+	// provider is configured, into <data dir>/form_outbox/mail.
+	File *FileConfig `json:"file,omitempty"`
+}
+
+// FileConfig configures the development email provider.
+type FileConfig struct {
+	Dir string `json:"dir,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (*App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  AppName,
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// Provision resolves the config, opens (or shares) the store and builds the worker. It
+// starts nothing: `caddy validate` and `caddy adapt` provision apps they never start.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	a.logger = ctx.Logger()
+	a.secrets = make(map[string]string)
+
+	if err := a.checkNumbers(); err != nil {
+		return err
+	}
+	sc, err := resolvedStorage(a.Storage)
+	if err != nil {
+		return err
+	}
+	a.storage = sc
+
+	a.from = DefaultFrom
+	if a.Email != nil && a.Email.From != "" {
+		a.from = caddy.NewReplacer().ReplaceKnown(a.Email.From, "")
+	}
+	if _, err := mail.ParseAddress(a.from); err != nil {
+		return fmt.Errorf("email from %q: %w", a.from, err)
+	}
+	a.mailDir = filepath.Join(caddy.AppDataDir(), AppName, "mail")
+	if a.Email != nil && a.Email.File != nil && a.Email.File.Dir != "" {
+		a.mailDir = a.Email.File.Dir
+	}
+
+	a.ipHashKey, err = loadOrCreateKey(filepath.Join(caddy.AppDataDir(), AppName, ipHashKeyFile))
+	if err != nil {
+		return err
+	}
+
+	sender, err := a.buildSender()
+	if err != nil {
+		return err
+	}
+
+	store, err := loadStore(sc)
+	if err != nil {
+		return err
+	}
+	a.store, a.storeKey = store, sc.poolKey()
+
+	a.worker = outbox.NewWorker(a.workerConfig(sender))
+	return nil
+}
+
+func (a *App) checkNumbers() error {
+	if w := a.Worker; w != nil {
+		if w.Concurrency < 0 || w.Batch < 0 || w.PollInterval < 0 || w.Lease < 0 || w.ShutdownGrace < 0 {
+			return fmt.Errorf("worker: concurrency, batch, poll_interval, lease and shutdown_grace must not be negative")
+		}
+	}
+	if r := a.Retry; r != nil {
+		if r.Base < 0 || r.MaxDelay < 0 || r.EmailAttempts < 0 || r.WebhookAttempts < 0 {
+			return fmt.Errorf("retry: base, max_delay, email_attempts and webhook_attempts must not be negative")
+		}
+	}
+	return nil
+}
+
+func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
+	wc := outbox.WorkerConfig{
+		Store:         a.store,
+		Sender:        sender,
+		Logger:        a.logger.Named("worker"),
+		Notifications: true,
+	}
+	if w := a.Worker; w != nil {
+		wc.Concurrency = w.Concurrency
+		wc.Batch = w.Batch
+		wc.Lease = time.Duration(w.Lease)
+		wc.PollInterval = time.Duration(w.PollInterval)
+		wc.ShutdownGrace = time.Duration(w.ShutdownGrace)
+		if w.Notifications != nil {
+			wc.Notifications = *w.Notifications
+		}
+	}
+	if r := a.Retry; r != nil {
+		wc.Retry = outbox.RetryPolicy{Base: time.Duration(r.Base), MaxDelay: time.Duration(r.MaxDelay)}
+	}
+	return wc
+}
+
+// attempts returns the App's attempt budgets for handlers to plan deliveries with.
+func (a *App) attempts() (email, webhook int) {
+	email, webhook = outbox.DefaultEmailAttempts, outbox.DefaultWebhookAttempts
+	if r := a.Retry; r != nil {
+		if r.EmailAttempts > 0 {
+			email = r.EmailAttempts
+		}
+		if r.WebhookAttempts > 0 {
+			webhook = r.WebhookAttempts
+		}
+	}
+	return email, webhook
+}
+
+// Start starts the worker.
+func (a *App) Start() error {
+	a.logger.Info("form_outbox starting",
+		zap.String("storage", a.storage.describe()),
+		zap.String("worker", a.worker.Owner()))
+	a.logger.Info("email provider: file (development)", zap.String("dir", a.mailDir))
+	if err := a.worker.Start(a.ctx); err != nil {
+		return fmt.Errorf("form_outbox: %w", err)
+	}
+	return nil
+}
+
+// Stop stops the worker gracefully (shutdown_grace). It leaves the store open: on a
+// reload the new App already shares it, and Cleanup releases this App's reference.
+func (a *App) Stop() error {
+	a.stopOnce.Do(func() {
+		if a.worker != nil {
+			a.stopErr = a.worker.Stop(context.Background())
+		}
+	})
+	return a.stopErr
+}
+
+// Cleanup releases what Provision acquired; it also runs after a failed Provision, so it
+// releases the store only if this App got a reference to it.
+func (a *App) Cleanup() error {
+	err := a.Stop()
+	if a.storeKey != "" {
+		key := a.storeKey
+		a.storeKey = ""
+		if _, derr := stores.Delete(key); derr != nil {
+			a.logger.Error("close outbox store", zap.String("storage", a.storage.describe()), zap.Error(derr))
+			if err == nil {
+				err = derr
+			}
+		}
+	}
+	return err
+}
+
+// Accept stores a parsed submission with its deliveries in one transaction, then wakes
+// the workers. The store call gets its own deadline and ignores the visitor hanging up:
+// a complete post is worth keeping even if nobody waits for the answer.
+func (a *App) Accept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAcceptTimeout)
+	defer cancel()
+	stored, err := a.store.Accept(sctx, res.Submission, res.Deliveries)
+	if err != nil {
+		return stored, fmt.Errorf("accept submission %s: %w", res.Submission.ID, err)
+	}
+	if !stored.Duplicate && hasPending(res.Deliveries) {
+		a.worker.Broadcast(context.WithoutCancel(ctx))
+	}
+	return stored, nil
+}
+
+func hasPending(ds []outbox.Delivery) bool {
+	for _, d := range ds {
+		if d.Status == outbox.DeliveryPending {
+			return true
+		}
+	}
+	return false
+}
+
+// registerWebhookSecret records the signing secret of a webhook URL for the webhook
+// provider. Two forms may notify one URL only with the same secret: the receiver checks
+// one key per endpoint.
+func (a *App) registerWebhookSecret(url, secret string) error {
+	a.secretsMu.Lock()
+	defer a.secretsMu.Unlock()
+	if old, ok := a.secrets[url]; ok && old != secret {
+		return fmt.Errorf("webhook %s is configured with two different secrets", url)
+	}
+	a.secrets[url] = secret
+	return nil
+}
+
+// webhookSecret is the webhook provider's Secret hook.
+func (a *App) webhookSecret(url string) string {
+	a.secretsMu.RLock()
+	defer a.secretsMu.RUnlock()
+	return a.secrets[url]
+}
+
+// Interface guards.
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

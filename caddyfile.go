@@ -1,0 +1,514 @@
+package formoutbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/dustin/go-humanize"
+
+	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// parseGlobalOption sets up the App from the global option block:
+//
+//	form_outbox {
+//		storage sqlite [PATH]                  # default: <data dir>/form_outbox/outbox.db
+//		storage postgres DSN {                 # DSN may be a placeholder: {env.DATABASE_URL}
+//			schema NAME                        # optional; default: the DSN's search_path
+//		}
+//		worker {
+//			concurrency N
+//			poll_interval DURATION
+//			lease DURATION
+//			batch N
+//			shutdown_grace DURATION
+//			notifications on|off
+//		}
+//		retry {
+//			base DURATION
+//			max_delay DURATION
+//			email_attempts N
+//			webhook_attempts N
+//		}
+//		email {
+//			from ADDRESS                       # "Name <addr@example.com>" or a bare address
+//			file DIR                           # development: write .eml files into DIR
+//		}
+//	}
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("the form_outbox global option may appear only once")
+	}
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{
+		Name:  AppName,
+		Value: caddyconfig.JSON(app, nil),
+	}, nil
+}
+
+// UnmarshalCaddyfile reads the global option block; see parseGlobalOption for the syntax.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		var err error
+		switch d.Val() {
+		case "storage":
+			a.Storage, err = parseStorage(d)
+		case "worker":
+			a.Worker, err = parseWorker(d)
+		case "retry":
+			a.Retry, err = parseRetry(d)
+		case "email":
+			a.Email, err = parseEmail(d)
+		default:
+			err = d.Errf("unknown option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
+	if !d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	sc := &StorageConfig{Driver: d.Val()}
+	switch sc.Driver {
+	case DriverSQLite:
+		if d.NextArg() {
+			sc.Path = d.Val()
+		}
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+	case DriverPostgres:
+		if !d.NextArg() {
+			return nil, d.Errf("storage postgres: missing DSN")
+		}
+		sc.DSN = d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			switch d.Val() {
+			case "schema":
+				if !d.NextArg() {
+					return nil, d.ArgErr()
+				}
+				sc.Schema = d.Val()
+				if d.NextArg() {
+					return nil, d.ArgErr()
+				}
+			default:
+				return nil, d.Errf("storage postgres: unknown option %q", d.Val())
+			}
+		}
+	default:
+		return nil, d.Errf("storage: unknown driver %q (want sqlite or postgres)", sc.Driver)
+	}
+	return sc, nil
+}
+
+func parseWorker(d *caddyfile.Dispenser) (*WorkerConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	wc := new(WorkerConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "concurrency":
+			wc.Concurrency, err = positiveIntLine(d)
+		case "batch":
+			wc.Batch, err = positiveIntLine(d)
+		case "poll_interval":
+			wc.PollInterval, err = durationArg(d)
+		case "lease":
+			wc.Lease, err = durationArg(d)
+		case "shutdown_grace":
+			wc.ShutdownGrace, err = durationArg(d)
+		case "notifications":
+			var on bool
+			on, err = onOffArg(d)
+			wc.Notifications = &on
+		default:
+			err = d.Errf("worker: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return wc, nil
+}
+
+func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	rc := new(RetryConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "base":
+			rc.Base, err = durationArg(d)
+		case "max_delay":
+			rc.MaxDelay, err = durationArg(d)
+		case "email_attempts":
+			rc.EmailAttempts, err = positiveIntLine(d)
+		case "webhook_attempts":
+			rc.WebhookAttempts, err = positiveIntLine(d)
+		default:
+			err = d.Errf("retry: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rc, nil
+}
+
+func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	ec := new(EmailConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch opt := d.Val(); opt {
+		case "from":
+			from, err := singleArg(d)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := mail.ParseAddress(from); err != nil {
+				return nil, d.Errf("email from: %q is not an email address: %v", from, err)
+			}
+			ec.From = from
+		case "file":
+			dir, err := singleArg(d)
+			if err != nil {
+				return nil, err
+			}
+			ec.File = &FileConfig{Dir: dir}
+		default:
+			return nil, d.Errf("email: unknown option %q", opt)
+		}
+	}
+	return ec, nil
+}
+
+// parseDirective sets up the handler from the `form_outbox` directive:
+//
+//	form_outbox [<matcher>] {
+//		form NAME                              # default: the matcher's path, e.g. /contact -> contact
+//		field NAME [required] [max_length N] [email]
+//		honeypot NAME                          # default _gotcha
+//		redirect URL                           # default: a built-in thank-you page
+//		max_body SIZE                          # e.g. 256KB, 1MiB; default 256KiB
+//		mode enforce|monitor                   # default enforce: violations are quarantined
+//		notify email ADDRESS... {
+//			subject TEMPLATE                   # {field.NAME} is replaced by that field
+//		}
+//		notify webhook URL {
+//			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
+//		}
+//	}
+//
+// It is registered with RegisterDirective rather than RegisterHandlerDirective because it
+// needs the matcher to name the form.
+func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+	if !h.Next() {
+		return nil, h.ArgErr()
+	}
+	matcherSet, err := h.ExtractMatcherSet()
+	if err != nil {
+		return nil, err
+	}
+	handler := new(Handler)
+	if err := handler.UnmarshalCaddyfile(h.Dispenser); err != nil {
+		return nil, err
+	}
+	if handler.Form == "" {
+		name, ok := formFromMatcher(matcherSet)
+		if !ok {
+			h.Reset() // point the error at the directive's line, not its closing brace
+			h.Next()
+			return nil, h.Errf("add `form NAME`: the form name can be derived only from a single-segment path matcher such as /contact")
+		}
+		handler.Form = name
+	}
+	return h.NewRoute(matcherSet, handler), nil
+}
+
+// formPathSegment is what a form name derived from a path may look like.
+var formPathSegment = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// formFromMatcher returns the form name a matcher set implies: the segment of a single
+// literal one-segment path matcher (/contact or /contact/ -> contact) and nothing else,
+// since anything wider (wildcards, several paths, other matchers) names no single form.
+func formFromMatcher(set caddy.ModuleMap) (string, bool) {
+	if len(set) != 1 {
+		return "", false
+	}
+	raw, ok := set["path"]
+	if !ok {
+		return "", false
+	}
+	var paths []string
+	if err := json.Unmarshal(raw, &paths); err != nil || len(paths) != 1 {
+		return "", false
+	}
+	seg := strings.Trim(paths[0], "/")
+	if !formPathSegment.MatchString(seg) || strings.Trim(seg, ".") == "" {
+		return "", false
+	}
+	return seg, true
+}
+
+// UnmarshalCaddyfile reads the directive's block; see parseDirective for the syntax. The
+// matcher token, if any, has already been removed from d.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		var err error
+		switch opt := d.Val(); opt {
+		case "form":
+			h.Form, err = singleArg(d)
+		case "field":
+			var f intake.FieldSpec
+			f, err = parseField(d)
+			h.Fields = append(h.Fields, f)
+		case "honeypot":
+			h.Honeypot, err = singleArg(d)
+		case "redirect":
+			h.Redirect, err = singleArg(d)
+		case "max_body":
+			h.MaxBodyBytes, err = sizeArg(d)
+		case "mode":
+			h.Mode, err = singleArg(d)
+			if err == nil && h.Mode != intake.ModeEnforce && h.Mode != intake.ModeMonitor {
+				err = d.Errf("mode: want %s or %s, got %q", intake.ModeEnforce, intake.ModeMonitor, h.Mode)
+			}
+		case "notify":
+			var r intake.Route
+			r, err = parseNotify(d)
+			h.Routes = append(h.Routes, r)
+		default:
+			err = d.Errf("unknown subdirective %q", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
+	var f intake.FieldSpec
+	if !d.NextArg() {
+		return f, d.ArgErr()
+	}
+	f.Name = d.Val()
+	for d.NextArg() {
+		switch opt := d.Val(); opt {
+		case "required":
+			f.Required = true
+		case "email":
+			f.Email = true
+		case "max_length":
+			n, err := positiveIntArg(d)
+			if err != nil {
+				return f, err
+			}
+			f.MaxLength = n
+			continue
+		default:
+			return f, d.Errf("field %s: unknown option %q (want required, max_length N or email)", f.Name, opt)
+		}
+	}
+	return f, nil
+}
+
+func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
+	var r intake.Route
+	if !d.NextArg() {
+		return r, d.ArgErr()
+	}
+	switch ch := d.Val(); ch {
+	case string(outbox.ChannelEmail):
+		r.Channel = outbox.ChannelEmail
+		for d.NextArg() {
+			addr := d.Val()
+			if !isBareAddress(addr) {
+				return r, d.Errf("notify email: %q is not a bare email address like ops@example.com", addr)
+			}
+			r.To = append(r.To, addr)
+		}
+		if len(r.To) == 0 {
+			return r, d.Errf("notify email: missing recipient address")
+		}
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			switch opt := d.Val(); opt {
+			case "subject":
+				s, err := singleArg(d)
+				if err != nil {
+					return r, err
+				}
+				r.Subject = s
+			default:
+				return r, d.Errf("notify email: unknown option %q", opt)
+			}
+		}
+	case string(outbox.ChannelWebhook):
+		r.Channel = outbox.ChannelWebhook
+		if !d.NextArg() {
+			return r, d.Errf("notify webhook: missing URL")
+		}
+		if err := checkWebhookURL(d.Val()); err != nil {
+			return r, d.Errf("notify webhook: %v", err)
+		}
+		r.URL = d.Val()
+		if d.NextArg() {
+			return r, d.ArgErr()
+		}
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			switch opt := d.Val(); opt {
+			case "secret":
+				s, err := singleArg(d)
+				if err != nil {
+					return r, err
+				}
+				r.Secret = s
+			default:
+				return r, d.Errf("notify webhook: unknown option %q", opt)
+			}
+		}
+	default:
+		return r, d.Errf("notify: unknown channel %q (want email or webhook)", ch)
+	}
+	return r, nil
+}
+
+// isBareAddress accepts addr@domain and nothing else: recipients are addresses, and a
+// display name or comment here is more likely a typo than an intention.
+func isBareAddress(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Name == "" && a.Address == s
+}
+
+// checkWebhookURL accepts absolute http(s) URLs with a host.
+func checkWebhookURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL", s)
+	}
+	return nil
+}
+
+func singleArg(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
+}
+
+// positiveIntLine reads `OPTION N` where N is the line's only argument, an integer > 0.
+func positiveIntLine(d *caddyfile.Dispenser) (int, error) {
+	n, err := positiveIntArg(d)
+	if err != nil {
+		return 0, err
+	}
+	if d.NextArg() {
+		return 0, d.ArgErr()
+	}
+	return n, nil
+}
+
+// positiveIntArg reads the next argument of the current line as an integer > 0. It does
+// not insist on the end of the line, so `field NAME max_length N` can go on with more
+// options.
+func positiveIntArg(d *caddyfile.Dispenser) (int, error) {
+	opt := d.Val()
+	if !d.NextArg() {
+		return 0, d.ArgErr()
+	}
+	n, err := strconv.Atoi(d.Val())
+	if err != nil || n <= 0 {
+		return 0, d.Errf("%s: %q is not a positive whole number", opt, d.Val())
+	}
+	return n, nil
+}
+
+func durationArg(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	opt := d.Val()
+	s, err := singleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: %q is not a positive duration like 30s or 6h", opt, s)
+	}
+	return caddy.Duration(dur), nil
+}
+
+func sizeArg(d *caddyfile.Dispenser) (int64, error) {
+	opt := d.Val()
+	s, err := singleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n == 0 || n > 1<<40 {
+		return 0, d.Errf("%s: %q is not a size like 256KB or 1MiB", opt, s)
+	}
+	return int64(n), nil
+}
+
+func onOffArg(d *caddyfile.Dispenser) (bool, error) {
+	opt := d.Val()
+	s, err := singleArg(d)
+	if err != nil {
+		return false, err
+	}
+	switch s {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, d.Errf("%s: want on or off, got %q", opt, s)
+}
+
+// Interface guards.
+var (
+	_ caddyfile.Unmarshaler = (*App)(nil)
+	_ caddyfile.Unmarshaler = (*Handler)(nil)
+)

@@ -1,0 +1,113 @@
+package formoutbox
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Handler is the `form_outbox` HTTP handler: it turns a POST into a stored submission and
+// answers only after the store committed it. Its JSON is intake.Config's, inline.
+type Handler struct {
+	intake.Config
+
+	app    *App
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.form_outbox",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision finds (or loads, with defaults) the App, resolves secret placeholders,
+// validates the form config and registers the form's webhook secrets with the App.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	appVal, err := ctx.App(AppName)
+	if err != nil {
+		return fmt.Errorf("form_outbox: %w", err)
+	}
+	h.app = appVal.(*App)
+
+	h.IPHashKey = h.app.ipHashKey
+	h.ClientIP = caddyClientIP
+	h.EmailAttempts, h.WebhookAttempts = h.app.attempts()
+
+	repl := caddy.NewReplacer()
+	for i := range h.Routes {
+		h.Routes[i].Secret = repl.ReplaceKnown(h.Routes[i].Secret, "")
+	}
+	if err := h.Config.Provision(); err != nil {
+		return fmt.Errorf("form_outbox: %w", err)
+	}
+	for _, r := range h.Routes {
+		if r.Channel != outbox.ChannelWebhook {
+			continue
+		}
+		if err := h.app.registerWebhookSecret(r.URL, r.Secret); err != nil {
+			return fmt.Errorf("form_outbox: form %s: %w", h.Form, err)
+		}
+	}
+	return nil
+}
+
+// caddyClientIP is Caddy's client address, which honours trusted_proxies.
+func caddyClientIP(r *http.Request) string {
+	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	return ip
+}
+
+// ServeHTTP handles POST; OPTIONS gets an empty answer (CORS comes later); every other
+// method goes to the next handler, so a GET of the form's own path can serve the page.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodOptions:
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	default:
+		return next.ServeHTTP(w, r)
+	}
+
+	res, err := h.Parse(r, time.Now())
+	if err != nil {
+		var re *intake.RequestError
+		if !errors.As(err, &re) {
+			h.logger.Error("parse submission", zap.String("form", h.Form), zap.Error(err))
+		}
+		h.WriteError(w, r, err)
+		return nil
+	}
+	stored, err := h.app.Accept(r.Context(), res)
+	if err != nil {
+		// Error text comes from the store and names ids, never field values.
+		h.logger.Error("store submission", zap.String("form", h.Form), zap.Error(err))
+		h.WriteError(w, r, err)
+		return nil
+	}
+	h.logger.Debug("submission stored",
+		zap.String("form", h.Form),
+		zap.String("id", stored.ID.String()),
+		zap.String("status", string(stored.Status)),
+		zap.Bool("duplicate", stored.Duplicate))
+	h.WriteAnswer(w, r, res, stored)
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)
