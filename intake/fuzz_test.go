@@ -52,7 +52,7 @@ func FuzzParse(f *testing.F) {
 			switch {
 			case fl.Name == "" || strings.HasPrefix(fl.Name, "_") || seen[fl.Name]:
 				t.Fatalf("bad or repeated field name %q in data", fl.Name)
-			case !utf8.ValidString(fl.Name + fl.Value) || strings.ContainsAny(fl.Name+fl.Value, "\x00\r"):
+			case !utf8.ValidString(fl.Name+fl.Value) || strings.ContainsAny(fl.Name+fl.Value, "\x00\r"):
 				t.Fatalf("unnormalised field %q=%q", fl.Name, fl.Value)
 			}
 			seen[fl.Name] = true
