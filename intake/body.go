@@ -44,6 +44,9 @@ func (c *Config) readFields(r *http.Request) (fields outbox.Fields, isJSON bool,
 	if r.ContentLength > c.MaxBodyBytes {
 		return nil, false, c.tooLarge()
 	}
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
 	body := http.MaxBytesReader(nil, r.Body, c.MaxBodyBytes)
 	defer body.Close()
 

@@ -2,6 +2,21 @@
 // and writes the answer. It bounds, parses, normalises and checks the request; it never
 // touches the database (the caller stores the result with outbox.Store.Accept) and it
 // imports nothing from Caddy.
+//
+// Choices a user can observe:
+//   - Field order is kept as sent. A repeated name (a checkbox group) is stored once, at
+//     its first position, with its non-empty values joined by ", ".
+//   - Names starting with "_" never reach the stored data or notifications: _gotcha (or
+//     the configured honeypot), _replyto, _subject, _next and _idempotency_key are read,
+//     any other "_" name is dropped. The Idempotency-Key header wins over the field.
+//   - JSON bodies are one flat object; numbers keep their text, booleans become
+//     "true"/"false", null an empty value; nested objects and arrays are refused (400).
+//   - Spam is answered exactly like success ("status":"accepted", or the same 303), so a
+//     bot cannot learn what gave it away. A duplicate answers with the original
+//     submission's id (and 422 again for a schema violation), and JSON answers carry
+//     "duplicate":true so a retrying client knows its first post got through.
+//   - `_next` is followed only when it is a path on the same site ("/thanks"), never a
+//     URL, so the form cannot serve as an open redirect.
 package intake
 
 import (
