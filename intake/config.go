@@ -73,7 +73,7 @@ type Config struct {
 	// a random per-process key when it is empty (hashes then differ across restarts).
 	IPHashKey []byte `json:"-"`
 	// ClientIP, when set, returns the client address (e.g. Caddy's trusted-proxy aware
-	// client IP). Nil: the host of r.RemoteAddr.
+	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
 	ClientIP func(*http.Request) string `json:"-"`
 	// EmailAttempts and WebhookAttempts are the App's retry budgets for routes without
 	// their own MaxAttempts. Zero: DefaultEmailAttempts / DefaultWebhookAttempts.

@@ -30,9 +30,13 @@ func (c *Config) meta(r *http.Request) outbox.Meta {
 	}
 }
 
+// clientIP falls back to RemoteAddr when the hook knows nothing (e.g. a request that did
+// not pass through the layer that sets it), so the meta never silently loses the client.
 func (c *Config) clientIP(r *http.Request) string {
 	if c.ClientIP != nil {
-		return c.ClientIP(r)
+		if ip := c.ClientIP(r); ip != "" {
+			return ip
+		}
 	}
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return host

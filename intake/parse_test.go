@@ -497,6 +497,10 @@ func TestMeta(t *testing.T) {
 	if viaHook.Submission.Meta.ClientIP != c.hashIP("198.51.100.1") {
 		t.Error("ClientIP hook not used")
 	}
+	c.ClientIP = func(*http.Request) string { return "" }
+	if got := mustParse(t, c, r).Submission.Meta.ClientIP; got != m.ClientIP {
+		t.Errorf("an empty hook answer should fall back to RemoteAddr: %q, want %q", got, m.ClientIP)
+	}
 }
 
 func TestContentHash(t *testing.T) {
