@@ -305,3 +305,81 @@ func TestInProcessReloadSharesTheStore(t *testing.T) {
 	}
 	waitFor(t, "both emails", func() bool { return len(emlFiles(t, filepath.Join(dir, "mail"))) == 2 })
 }
+
+// When the store cannot take a submission, the visitor is told to try again (503 with
+// Retry-After) and never sees a success for a post that was not kept.
+func TestInProcessStoreFailureAnswers503(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	runCaddy(t, map[string]any{
+		"form_outbox": map[string]any{
+			"storage": map[string]any{"driver": "sqlite", "path": filepath.Join(dir, "forms.db")},
+			"email":   map[string]any{"file": map[string]any{"dir": filepath.Join(dir, "mail")}},
+		},
+		"http": httpApp(addr, contactHandler()),
+	})
+	// Close the store under the running App, as a dead database would behave. The App's
+	// own cleanup closes it again at the end; the store tolerates that.
+	if err := runningApp(t).store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp := postContact(t, addr)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("POST with the store down: got %d Retry-After %q, want 503 with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+func TestInProcessOptionsAnswers204(t *testing.T) {
+	addr := freeAddr(t)
+	runCaddy(t, map[string]any{"http": httpApp(addr, contactHandler())})
+	req, err := http.NewRequest(http.MethodOptions, "http://"+addr+"/contact", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("OPTIONS /contact: got %d, want 204", resp.StatusCode)
+	}
+}
+
+// Two forms may not sign one webhook URL with different secrets: the receiver checks one.
+func TestConflictingWebhookSecretsFailTheConfig(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	hook := func(form, secret string) map[string]any {
+		return map[string]any{
+			"handler": "form_outbox",
+			"form":    form,
+			"notify":  []any{map[string]any{"channel": "webhook", "url": "https://crm.example.com/hook", "secret": secret}},
+		}
+	}
+	raw, err := json.Marshal(map[string]any{
+		"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
+		"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"srv0": map[string]any{
+			"listen":          []string{freeAddr(t)},
+			"automatic_https": map[string]any{"disable": true},
+			"routes": []any{
+				map[string]any{"handle": []any{hook("a", "whsec_one")}},
+				map[string]any{"handle": []any{hook("b", "whsec_two")}},
+			},
+		}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg caddy.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	err = caddy.Validate(&cfg)
+	if err == nil || !strings.Contains(err.Error(), "two different secrets") {
+		t.Fatalf("validate: got %v, want a two-different-secrets error", err)
+	}
+	if strings.Contains(err.Error(), "whsec_") {
+		t.Errorf("the error reveals a secret: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package formoutbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+func testContext(t *testing.T) caddy.Context {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A Provision that fails must not give back a store reference it never took: if it did,
+// the shared store of the running config would be closed under it.
+func TestFailedProvisionCleanupKeepsSharedStore(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	path := filepath.Join(t.TempDir(), "forms.db")
+
+	running := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: path}}
+	if err := running.Provision(testContext(t)); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	defer running.Cleanup()
+
+	broken := &App{
+		Storage: &StorageConfig{Driver: DriverSQLite, Path: path},
+		Email:   &EmailConfig{From: "not an address"},
+	}
+	if err := broken.Provision(testContext(t)); err == nil {
+		t.Fatal("provision with a bad from address succeeded")
+	}
+	if err := broken.Cleanup(); err != nil {
+		t.Fatalf("cleanup after failed provision: %v", err)
+	}
+	if err := running.store.Ping(context.Background()); err != nil {
+		t.Fatalf("the running App's store was closed by the failed App's cleanup: %v", err)
+	}
+}
+
+// Two Apps on one database share one store; it is closed when the last one is cleaned up.
+func TestAppsShareStoreUntilLastCleanup(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	path := filepath.Join(t.TempDir(), "forms.db")
+	a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: path}}
+	b := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: path}}
+	for _, app := range []*App{a, b} {
+		if err := app.Provision(testContext(t)); err != nil {
+			t.Fatalf("provision: %v", err)
+		}
+	}
+	if a.store != b.store {
+		t.Fatal("two Apps on one SQLite file opened two stores")
+	}
+	if err := a.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.Ping(context.Background()); err != nil {
+		t.Fatalf("store closed while an App still uses it: %v", err)
+	}
+	if err := b.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.Ping(context.Background()); err == nil {
+		t.Fatal("store still open after the last App was cleaned up")
+	}
+}
+
+func TestPostgresDSNPlaceholderIsResolvedAndNeverDescribed(t *testing.T) {
+	t.Setenv("FORM_OUTBOX_TEST_DSN", "postgres://u:s3cret@db.invalid/forms")
+	sc, err := resolvedStorage(&StorageConfig{Driver: DriverPostgres, DSN: "{env.FORM_OUTBOX_TEST_DSN}", Schema: "forms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.DSN != "postgres://u:s3cret@db.invalid/forms" {
+		t.Errorf("resolved DSN %q", sc.DSN)
+	}
+	if strings.Contains(sc.describe(), "s3cret") || strings.Contains(sc.describe(), "db.invalid") {
+		t.Errorf("describe() reveals the DSN: %q", sc.describe())
+	}
+
+	t.Setenv("FORM_OUTBOX_TEST_DSN", "")
+	_, err = resolvedStorage(&StorageConfig{Driver: DriverPostgres, DSN: "{env.FORM_OUTBOX_TEST_DSN}"})
+	if err == nil || !strings.Contains(err.Error(), "{env.FORM_OUTBOX_TEST_DSN}") {
+		t.Errorf("empty DSN: got %v, want an error naming the placeholder", err)
+	}
+}
+
+func TestIPHashKeyIsCreatedOnceAndKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "form_outbox", ipHashKeyFile)
+	first, err := loadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != ipHashKeyBytes {
+		t.Fatalf("key of %d bytes, want %d", len(first), ipHashKeyBytes)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("key file mode %v, want 0600", perm)
+	}
+	again, err := loadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, again) {
+		t.Error("second load made a new key instead of reading the file")
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ip_hash.key-*")); len(leftovers) != 0 {
+		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+
+	if err := os.WriteFile(path, []byte("abcd\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadOrCreateKey(path); err == nil {
+		t.Error("a truncated key file was accepted")
+	}
+}
+
+func TestFormFromMatcher(t *testing.T) {
+	set := func(matchers map[string]any) caddy.ModuleMap {
+		m := caddy.ModuleMap{}
+		for k, v := range matchers {
+			raw, _ := json.Marshal(v)
+			m[k] = raw
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		set  caddy.ModuleMap
+		want string
+	}{
+		{"simple path", set(map[string]any{"path": []string{"/contact"}}), "contact"},
+		{"trailing slash", set(map[string]any{"path": []string{"/contact/"}}), "contact"},
+		{"no matcher", nil, ""},
+		{"wildcard", set(map[string]any{"path": []string{"/forms/*"}}), ""},
+		{"two segments", set(map[string]any{"path": []string{"/forms/contact"}}), ""},
+		{"two paths", set(map[string]any{"path": []string{"/a", "/b"}}), ""},
+		{"root", set(map[string]any{"path": []string{"/"}}), ""},
+		{"dots", set(map[string]any{"path": []string{"/.."}}), ""},
+		{"path and method", set(map[string]any{"path": []string{"/contact"}, "method": []string{"POST"}}), ""},
+	} {
+		got, ok := formFromMatcher(tc.set)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: got %q %v, want %q", tc.name, got, ok, tc.want)
+		}
+	}
+}
