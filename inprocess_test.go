@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
 // These tests load real Caddy configs in-process (admin off, loopback port) and post
@@ -382,4 +384,54 @@ func TestConflictingWebhookSecretsFailTheConfig(t *testing.T) {
 	if strings.Contains(err.Error(), "whsec_") {
 		t.Errorf("the error reveals a secret: %v", err)
 	}
+}
+
+// The postgres driver with the DSN in an {env.*} placeholder, as the Caddyfile docs show
+// it, stores and delivers like SQLite. JSON clients get the submission id.
+func TestInProcessPostgresFromEnvPlaceholder(t *testing.T) {
+	pg := storetest.NewPostgresSchemaName(t)
+	t.Setenv("FORM_OUTBOX_INPROCESS_DSN", pg.DSN)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	runCaddy(t, map[string]any{
+		"form_outbox": map[string]any{
+			"storage": map[string]any{"driver": "postgres", "dsn": "{env.FORM_OUTBOX_INPROCESS_DSN}", "schema": pg.Schema},
+			"email":   map[string]any{"file": map[string]any{"dir": filepath.Join(dir, "mail")}},
+		},
+		"http": httpApp(addr, contactHandler()),
+	})
+
+	body := `{"name":"Grace","email":"grace@example.com"}`
+	resp, err := noRedirects.Post("http://"+addr+"/contact", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		OK     bool   `json:"ok"`
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatalf("decode answer: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK || !answer.OK || answer.Status != "accepted" {
+		t.Fatalf("JSON post: got %d %+v, want 200 ok accepted", resp.StatusCode, answer)
+	}
+	id, err := uuid.Parse(answer.ID)
+	if err != nil {
+		t.Fatalf("answer id %q: %v", answer.ID, err)
+	}
+	store := runningApp(t).store
+	sub, err := store.GetSubmission(context.Background(), id)
+	if err != nil {
+		t.Fatalf("the answered id is not in PostgreSQL: %v", err)
+	}
+	if v, _ := sub.Data.Get("name"); v != "Grace" {
+		t.Errorf("stored name %q, want Grace", v)
+	}
+	waitFor(t, "the delivery to be sent", func() bool {
+		ds, err := store.ListDeliveries(context.Background(), id)
+		return err == nil && len(ds) == 1 && ds[0].Status == outbox.DeliverySent
+	})
 }
