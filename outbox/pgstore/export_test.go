@@ -11,7 +11,11 @@ func NotifySends(s *Store) int64 {
 }
 
 // SetOnListening installs a hook called whenever Listen has its LISTEN in place.
-func SetOnListening(s *Store, f func()) { s.onListening = f }
+func SetOnListening(s *Store, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onListening = f
+}
 
 // ChannelName is the store's NOTIFY channel.
 func ChannelName(s *Store) string { return s.channel }

@@ -98,8 +98,11 @@ func (s *Store) listenOnce(ctx context.Context, wake func(), reconnected bool) e
 	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if s.onListening != nil {
-		s.onListening()
+	s.mu.Lock()
+	hook := s.onListening
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
 	}
 	if reconnected {
 		wake()

@@ -43,6 +43,7 @@ type Store struct {
 	closed        bool
 
 	// onListening, when set (tests), is called each time Listen has its LISTEN in place.
+	// Guarded by mu.
 	onListening func()
 }
 
