@@ -11,10 +11,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.OpenPostgres)
-}
-
 func migrationVersions(t *testing.T, cfg pgstore.Config) []int {
 	t.Helper()
 	ctx := context.Background()

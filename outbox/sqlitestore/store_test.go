@@ -13,10 +13,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.OpenSQLite)
-}
-
 // rawDB opens the file beside the store, to look at it the way an operator's sqlite3
 // shell would.
 func rawDB(t *testing.T, path string) *sql.DB {

@@ -70,7 +70,7 @@ func PostgresDSN(t testing.TB) string {
 		reachErr = conn.Ping(ctx)
 	})
 	if reachErr != nil {
-		t.Fatalf("PostgreSQL is not reachable (set %s to a reachable server's URL, or start PostgreSQL locally on 127.0.0.1:5432 with a database \"test\", e.g. via scripts/test): %v",
+		t.Fatalf("PostgreSQL is not reachable (set %s to a reachable server's URL, or run ./scripts/test, which starts PostgreSQL on 127.0.0.1:5432 with a database \"test\"): %v",
 			EnvDatabaseURL, reachErr)
 	}
 	return dsn
