@@ -38,11 +38,10 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxDelay < p.Base {
 		p.MaxDelay = p.Base
 	}
+	// A negative Jitter stays negative (off) so that applying defaults twice is harmless.
 	switch {
 	case p.Jitter == 0:
 		p.Jitter = DefaultRetryJitter
-	case p.Jitter < 0:
-		p.Jitter = 0
 	case p.Jitter > 1:
 		p.Jitter = 1
 	}
@@ -65,7 +64,7 @@ func (p RetryPolicy) Delay(attempts int, rnd func() float64) time.Duration {
 			d = b
 		}
 	}
-	if p.Jitter == 0 {
+	if p.Jitter < 0 {
 		return d
 	}
 	if rnd == nil {
