@@ -1,0 +1,83 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers"
+	"github.com/formoutbox/caddy-form-outbox/providers/fake"
+)
+
+func delivery(ch outbox.Channel, recipient string, p outbox.Payload) outbox.Delivery {
+	raw, _ := json.Marshal(p)
+	return outbox.Delivery{ID: uuid.Must(uuid.NewV7()), Route: "r", Channel: ch, Recipient: recipient, Payload: raw}
+}
+
+func TestRouterSendsByChannel(t *testing.T) {
+	email, hook := fake.New("mail"), fake.New("hook")
+	r := outbox.Router{Email: email, Webhook: hook}
+
+	de := delivery(outbox.ChannelEmail, "sales@example.com", outbox.Payload{To: "sales@example.com",
+		ReplyTo: "ada@example.com", Subject: "Hi", Text: "t", HTML: "<p>t</p>"})
+	res, err := r.Send(context.Background(), de)
+	if err != nil || res.Provider != "mail" {
+		t.Fatalf("email: %+v, %v", res, err)
+	}
+	dw := delivery(outbox.ChannelWebhook, "https://crm.example.com/h", outbox.Payload{URL: "https://crm.example.com/h",
+		Body: json.RawMessage(`{"a":"b"}`)})
+	if res, err := r.Send(context.Background(), dw); err != nil || res.Provider != "hook" {
+		t.Fatalf("webhook: %+v, %v", res, err)
+	}
+
+	ms := email.Messages()
+	want := providers.Message{ID: de.ID.String(), Channel: "email", To: "sales@example.com", ReplyTo: "ada@example.com",
+		Subject: "Hi", Text: "t", HTML: "<p>t</p>"}
+	if len(ms) != 1 || ms[0].ID != want.ID || ms[0].Channel != want.Channel || ms[0].To != want.To ||
+		ms[0].ReplyTo != want.ReplyTo || ms[0].Subject != want.Subject || ms[0].Text != want.Text || ms[0].HTML != want.HTML {
+		t.Fatalf("email provider got %+v, want %+v", ms, want)
+	}
+	hs := hook.Messages()
+	if len(hs) != 1 || hs[0].ID != dw.ID.String() || hs[0].URL != "https://crm.example.com/h" || string(hs[0].Body) != `{"a":"b"}` {
+		t.Fatalf("webhook provider got %+v", hs)
+	}
+}
+
+func TestRouterFallsBackToTheRecipient(t *testing.T) {
+	email := fake.New("mail")
+	d := delivery(outbox.ChannelEmail, "sales@example.com", outbox.Payload{Subject: "Hi"})
+	if _, err := (outbox.Router{Email: email}).Send(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if ms := email.Messages(); len(ms) != 1 || ms[0].To != "sales@example.com" {
+		t.Fatalf("got %+v", ms)
+	}
+}
+
+func TestRouterErrorsArePermanent(t *testing.T) {
+	cases := map[string]struct {
+		r outbox.Router
+		d outbox.Delivery
+	}{
+		"no webhook provider": {outbox.Router{Email: fake.New("")}, delivery(outbox.ChannelWebhook, "https://x.example/", outbox.Payload{})},
+		"no email provider":   {outbox.Router{Webhook: fake.New("")}, delivery(outbox.ChannelEmail, "a@example.com", outbox.Payload{})},
+		"unknown channel":     {outbox.Router{Email: fake.New("")}, delivery("sms", "+100", outbox.Payload{})},
+		"bad payload": {outbox.Router{Email: fake.New("")}, outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelEmail,
+			Payload: json.RawMessage(`{"to":`)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := tc.r.Send(context.Background(), tc.d)
+			if err == nil || providers.Classify(err).Class != providers.Permanent {
+				t.Fatalf("err = %v, want Permanent", err)
+			}
+			if name == "no webhook provider" && !strings.Contains(err.Error(), "no webhook provider is configured") {
+				t.Fatalf("err = %q does not say what is missing", err)
+			}
+		})
+	}
+}
