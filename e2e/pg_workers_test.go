@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,19 +26,33 @@ type receiver struct {
 
 	mu       sync.Mutex
 	got      map[string]int // webhook-id -> 2xx answers
-	held     int
+	inflight map[string]int // webhook-id -> requests held open now
 	hold     bool
 	released chan struct{}
 }
 
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{got: map[string]int{}, released: make(chan struct{})}
+	r := &receiver{got: map[string]int{}, inflight: map[string]int{}, released: make(chan struct{})}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+	t.Cleanup(func() {
+		// A test that failed while holding must not hang in Close.
+		r.mu.Lock()
+		if r.hold {
+			r.hold = false
+			close(r.released)
+		}
+		r.mu.Unlock()
+		r.srv.Close()
+	})
 	return r
 }
 
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	// Read the body first: only then does net/http watch the connection and cancel the
+	// request's context when the sender goes away.
+	if _, err := io.ReadAll(req.Body); err != nil {
+		return
+	}
 	id := req.Header.Get("webhook-id")
 	if id == "" || req.Header.Get("webhook-signature") == "" {
 		http.Error(w, "unsigned", http.StatusBadRequest)
@@ -46,14 +61,21 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	hold, released := r.hold, r.released
 	if hold {
-		r.held++
+		r.inflight[id]++
 	}
 	r.mu.Unlock()
 	if hold {
 		select {
 		case <-released:
 		case <-req.Context().Done():
-			return // the sender died: no answer, so not delivered
+		}
+		r.mu.Lock()
+		if r.inflight[id]--; r.inflight[id] == 0 {
+			delete(r.inflight, id)
+		}
+		r.mu.Unlock()
+		if req.Context().Err() != nil {
+			return // the sender went away: no answer, so not delivered
 		}
 	}
 	r.mu.Lock()
@@ -66,11 +88,24 @@ func (r *receiver) setHold(on bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if on {
-		r.hold, r.held, r.released = true, 0, make(chan struct{})
+		r.hold, r.released = true, make(chan struct{})
 		return
 	}
 	r.hold = false
 	close(r.released)
+}
+
+// holding reports whether every id has a request held open (want true) or none has
+// (want false).
+func (r *receiver) holding(ids []string, want bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if (r.inflight[id] > 0) != want {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *receiver) counts() (distinct, total int, dups []string) {
@@ -253,18 +288,31 @@ func TestPostgresTwoInstancesExactlyOnce(t *testing.T) {
 		}
 	}
 	ownerB := fmt.Sprintf("%%-%d-%%", b.cmd.Process.Pid)
-	var heldByB []string
-	if err := waitFor(30*time.Second, func() bool {
+	leasedByB := func() []string {
 		rows, err := conn.Query(ctx, `SELECT id::text FROM deliveries WHERE status = 'sending' AND lease_owner LIKE $1`, ownerB)
 		if err != nil {
-			return false
+			t.Fatalf("leases of B: %v", err)
 		}
-		heldByB, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err == nil && len(heldByB) > 0
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("leases of B: %v", err)
+		}
+		return ids
+	}
+	// Wait until B has sends in flight: leases held and their requests open at the receiver.
+	if err := waitFor(30*time.Second, func() bool {
+		ids := leasedByB()
+		return len(ids) > 0 && recv.holding(ids, true)
 	}); err != nil {
-		t.Fatalf("phase 2: B never held a lease: %v\nB:\n%s", err, b.Log())
+		t.Fatalf("phase 2: B never had a send in flight: %v\nB:\n%s", err, b.Log())
 	}
 	b.Kill()
+	heldByB := leasedByB()
+	// Let the receiver notice B's connections closing before it answers anything, so
+	// that none of B's unfinished sends counts as delivered.
+	if err := waitFor(10*time.Second, func() bool { return recv.holding(heldByB, false) }); err != nil {
+		t.Fatalf("phase 2: B's requests still open after kill -9: %v", err)
+	}
 	recv.setHold(false)
 	if err := waitFor(90*time.Second, func() bool {
 		d, _, _ := recv.counts()
