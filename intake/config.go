@@ -103,6 +103,10 @@ type Route struct {
 	Subject string `json:"subject,omitempty"`
 	// Secret signs webhooks (whsec_...); never stored in payloads or logged.
 	Secret string `json:"secret,omitempty"`
+	// Headers are extra HTTP headers sent with every webhook of this route (channel
+	// webhook), e.g. an Authorization the receiver expects. Values may hold secrets: they
+	// live in the config, never in payloads or logs.
+	Headers map[string]string `json:"headers,omitempty"`
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 }
