@@ -1,0 +1,126 @@
+package spool
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// recordVersion is the payload encoding written by this code. Readers reject versions
+// they do not know rather than guess: such a record is kept aside as corrupt, not lost.
+const recordVersion = 1
+
+// Entry is one spooled submission with the deliveries planned for it at intake.
+type Entry struct {
+	Submission outbox.Submission
+	Deliveries []outbox.Delivery
+}
+
+// payloadV1 is the on-disk encoding, version 1. Field names are explicit so that a rename
+// in outbox never silently changes the format.
+type payloadV1 struct {
+	V          int          `json:"v"`
+	Submission submissionV1 `json:"submission"`
+	Deliveries []deliveryV1 `json:"deliveries"`
+}
+
+type submissionV1 struct {
+	ID             string        `json:"id"`
+	Form           string        `json:"form"`
+	Status         string        `json:"status"`
+	Reason         string        `json:"reason,omitempty"`
+	Data           outbox.Fields `json:"data"`
+	Meta           outbox.Meta   `json:"meta"`
+	IdempotencyKey string        `json:"idempotency_key,omitempty"`
+	ContentHash    string        `json:"content_hash,omitempty"`
+	Test           bool          `json:"test,omitempty"`
+	CreatedAt      string        `json:"created_at"`
+}
+
+type deliveryV1 struct {
+	ID            string          `json:"id"`
+	Route         string          `json:"route"`
+	Channel       string          `json:"channel"`
+	Recipient     string          `json:"recipient"`
+	Status        string          `json:"status"`
+	MaxAttempts   int             `json:"max_attempts"`
+	NextAttemptAt string          `json:"next_attempt_at"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	CreatedAt     string          `json:"created_at"`
+}
+
+// maxRecord bounds one payload; a length above it is corruption, not a record to allocate.
+const maxRecord = 64 << 20
+
+func encodeEntry(e Entry) ([]byte, error) {
+	s := e.Submission
+	p := payloadV1{V: recordVersion, Submission: submissionV1{
+		ID: s.ID.String(), Form: s.Form, Status: string(s.Status), Reason: s.Reason,
+		Data: s.Data, Meta: s.Meta, IdempotencyKey: s.IdempotencyKey,
+		ContentHash: s.ContentHash, Test: s.Test, CreatedAt: formatTime(s.CreatedAt),
+	}}
+	for _, d := range e.Deliveries {
+		p.Deliveries = append(p.Deliveries, deliveryV1{
+			ID: d.ID.String(), Route: d.Route, Channel: string(d.Channel), Recipient: d.Recipient,
+			Status: string(d.Status), MaxAttempts: d.MaxAttempts,
+			NextAttemptAt: formatTime(d.NextAttemptAt), Payload: d.Payload,
+			CreatedAt: formatTime(d.CreatedAt),
+		})
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode spool record %s: %w", s.ID, err)
+	}
+	if len(b) > maxRecord {
+		return nil, fmt.Errorf("encode spool record %s: %d bytes is over the %d byte limit", s.ID, len(b), maxRecord)
+	}
+	return b, nil
+}
+
+func decodeEntry(b []byte) (Entry, error) {
+	var head struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Entry{}, fmt.Errorf("decode spool record: %w", err)
+	}
+	if head.V != recordVersion {
+		return Entry{}, fmt.Errorf("decode spool record: unknown version %d", head.V)
+	}
+	var p payloadV1
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Entry{}, fmt.Errorf("decode spool record: %w", err)
+	}
+	var e Entry
+	var err error
+	ps := p.Submission
+	s := &e.Submission
+	if s.ID, err = parseID(ps.ID); err != nil {
+		return Entry{}, err
+	}
+	s.Form, s.Status, s.Reason = ps.Form, outbox.SubmissionStatus(ps.Status), ps.Reason
+	s.Data, s.Meta, s.IdempotencyKey = ps.Data, ps.Meta, ps.IdempotencyKey
+	s.ContentHash, s.Test = ps.ContentHash, ps.Test
+	if s.CreatedAt, err = parseTime(ps.CreatedAt); err != nil {
+		return Entry{}, err
+	}
+	for _, pd := range p.Deliveries {
+		d := outbox.Delivery{
+			SubmissionID: s.ID, Route: pd.Route, Channel: outbox.Channel(pd.Channel),
+			Recipient: pd.Recipient, Status: outbox.DeliveryStatus(pd.Status),
+			MaxAttempts: pd.MaxAttempts, Payload: pd.Payload,
+		}
+		if d.ID, err = parseID(pd.ID); err != nil {
+			return Entry{}, err
+		}
+		if d.NextAttemptAt, err = parseTime(pd.NextAttemptAt); err != nil {
+			return Entry{}, err
+		}
+		if d.CreatedAt, err = parseTime(pd.CreatedAt); err != nil {
+			return Entry{}, err
+		}
+		e.Deliveries = append(e.Deliveries, d)
+	}
+	return e, nil
+}

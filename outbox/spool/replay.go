@@ -1,0 +1,178 @@
+package spool
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Report is what one replay pass did.
+type Report struct {
+	Stored     int // submissions written to the store by this pass
+	Duplicates int // already stored (an earlier pass, or the visitor's retry reached the store)
+	Segments   int // segments drained and deleted
+	Corrupt    int // bad ranges kept aside in corrupt/
+	Remaining  int // entries still spooled after the pass
+}
+
+// DefaultAcceptTimeout bounds one replayed Accept, like the handler's own deadline.
+const DefaultAcceptTimeout = 5 * time.Second
+
+// Replay drains every sealed segment into store, oldest first and in append order, so
+// submissions reach the store in the order their UUIDv7 ids were made. Each record is
+// written with store.Accept, which writes nothing for an id (or idempotency key) already
+// stored: replaying a segment twice, or one that was half replayed before a crash, stores
+// each submission once. A segment is deleted only after every valid record in it is
+// stored; bad ranges are copied to corrupt/ and reported first. The first store error
+// stops the pass and leaves the current segment in place for the next one.
+//
+// Replay is not safe to run concurrently with itself on one Spool; Replayer serialises it.
+func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logger) (rep Report, err error) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	seqs, err := s.sealed()
+	if err != nil {
+		return rep, err
+	}
+	defer func() { rep.Remaining = s.Stats().Entries }()
+	for _, seq := range seqs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		b, err := os.ReadFile(s.segPath(seq))
+		if err != nil {
+			return rep, fmt.Errorf("spool replay: read segment %d: %w", seq, err)
+		}
+		recs, bad := parseSegment(b)
+		for _, r := range recs {
+			sub := r.Entry.Submission
+			actx, cancel := context.WithTimeout(ctx, DefaultAcceptTimeout)
+			res, err := store.Accept(actx, &sub, r.Entry.Deliveries)
+			cancel()
+			if err != nil {
+				return rep, fmt.Errorf("spool replay: segment %d offset %d: %w", seq, r.Off, err)
+			}
+			if res.Duplicate {
+				rep.Duplicates++
+			} else {
+				rep.Stored++
+			}
+		}
+		for _, br := range bad {
+			name, err := s.keepAside(seq, b, br)
+			if err != nil {
+				return rep, err
+			}
+			rep.Corrupt++
+			// The bytes may hold visitor data: log where they are, never what they are.
+			logger.Error("spool: skipped damaged bytes; kept aside",
+				zap.Uint64("segment", seq), zap.Int("offset", br.Off),
+				zap.Int("bytes", br.End-br.Off), zap.String("why", br.Why), zap.String("kept", name))
+		}
+		if err := s.remove(seq); err != nil {
+			return rep, err
+		}
+		rep.Segments++
+	}
+	return rep, nil
+}
+
+// Replayer drains a spool into a store in the background: on Wake (the store just
+// answered), on a periodic tick, and on demand (ReplayNow, for the admin API).
+type Replayer struct {
+	Spool    *Spool
+	Store    outbox.Store
+	Logger   *zap.Logger
+	Interval time.Duration // tick; default 5s
+	// OnReplay, when set, is called after every pass that did something or failed.
+	OnReplay func(Report, error)
+
+	mu     sync.Mutex // one pass at a time
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// DefaultReplayInterval is how often the replayer looks at a non-empty spool.
+const DefaultReplayInterval = 5 * time.Second
+
+// Start runs the loop until Stop.
+func (r *Replayer) Start() {
+	if r.Interval <= 0 {
+		r.Interval = DefaultReplayInterval
+	}
+	if r.Logger == nil {
+		r.Logger = zap.NewNop()
+	}
+	r.wake = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.loop(ctx)
+}
+
+// Wake asks for a pass soon (cheap; safe before Start and after Stop).
+func (r *Replayer) Wake() {
+	if r.wake == nil {
+		return
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the loop and waits for a running pass to finish or be cancelled.
+func (r *Replayer) Stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+func (r *Replayer) loop(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		if r.Spool.Stats().Entries > 0 {
+			_, _ = r.ReplayNow(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.wake:
+		}
+	}
+}
+
+// ReplayNow runs one pass now (waiting for a running one) and returns its report.
+func (r *Replayer) ReplayNow(ctx context.Context) (Report, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	logger := r.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	rep, err := r.Spool.Replay(ctx, r.Store, logger)
+	if err != nil {
+		logger.Warn("spool replay paused; will retry", zap.Int("stored", rep.Stored),
+			zap.Int("remaining", rep.Remaining), zap.Error(err))
+	} else if rep.Stored+rep.Duplicates+rep.Corrupt > 0 {
+		logger.Info("spool replayed", zap.Int("stored", rep.Stored),
+			zap.Int("duplicates", rep.Duplicates), zap.Int("corrupt", rep.Corrupt),
+			zap.Int("remaining", rep.Remaining))
+	}
+	if r.OnReplay != nil && (err != nil || rep.Stored+rep.Duplicates+rep.Corrupt > 0) {
+		r.OnReplay(rep, err)
+	}
+	return rep, err
+}

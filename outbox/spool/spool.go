@@ -1,0 +1,313 @@
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultSegmentSize is the size past which Append starts a new segment. Small segments
+// let the replayer delete drained data early; large ones mean fewer files and fsyncs of
+// the directory.
+const DefaultSegmentSize = 4 << 20
+
+const (
+	segPrefix  = "seg-"
+	segSuffix  = ".spool"
+	corruptDir = "corrupt"
+)
+
+// Options tune a spool. Zero values mean the defaults.
+type Options struct {
+	// SegmentSize is the size at which a segment is sealed and a new one started.
+	SegmentSize int64
+	// Now is the clock used for the age of spooled entries (tests inject one).
+	Now func() time.Time
+}
+
+// Spool is an append-only, fsynced queue of submissions in one directory. One process
+// owns a directory at a time; inside it Spool is safe for concurrent use.
+type Spool struct {
+	dir  string
+	opts Options
+
+	// syncFile and syncDir are the durability points; tests replace them to prove they
+	// run and that their failure fails Append.
+	syncFile func(*os.File) error
+	syncDir  func(string) error
+
+	mu      sync.Mutex
+	active  *os.File // nil until the first Append after Open or a seal
+	actSeq  uint64
+	actSize int64
+	nextSeq uint64
+	segs    map[uint64]*segInfo // every segment on disk, active included
+}
+
+// segInfo is what health needs about one segment without reading it again.
+type segInfo struct {
+	entries int
+	oldest  time.Time // creation time of its oldest entry; zero when empty
+}
+
+// Stats is the spool's depth for health checks and metrics.
+type Stats struct {
+	Entries  int       // valid records waiting for replay
+	Segments int       // segment files on disk
+	Oldest   time.Time // creation time of the oldest waiting entry; zero when empty
+}
+
+// Open opens (creating if needed) the spool in dir and counts what earlier processes left
+// there. It never appends to an existing segment: a segment from a crashed process may end
+// in a torn record, and appending after it would hide good records behind bad bytes.
+func Open(dir string, opts Options) (*Spool, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open spool %s: %w", dir, err)
+	}
+	s := &Spool{
+		dir: dir, opts: opts,
+		syncFile: (*os.File).Sync, syncDir: syncDir,
+		segs: map[uint64]*segInfo{},
+	}
+	seqs, err := s.listSegments()
+	if err != nil {
+		return nil, err
+	}
+	for _, seq := range seqs {
+		b, err := os.ReadFile(s.segPath(seq))
+		if err != nil {
+			return nil, fmt.Errorf("open spool: read %s: %w", s.segPath(seq), err)
+		}
+		recs, _ := parseSegment(b)
+		info := &segInfo{}
+		for _, r := range recs {
+			info.add(r.Entry.Submission.CreatedAt)
+		}
+		s.segs[seq] = info
+		s.nextSeq = seq + 1
+	}
+	if s.nextSeq == 0 {
+		s.nextSeq = 1
+	}
+	return s, nil
+}
+
+// Dir is the spool's directory.
+func (s *Spool) Dir() string { return s.dir }
+
+func (i *segInfo) add(created time.Time) {
+	i.entries++
+	if !created.IsZero() && (i.oldest.IsZero() || created.Before(i.oldest)) {
+		i.oldest = created
+	}
+}
+
+// Append writes e to the active segment and returns only after the bytes and, for a new
+// segment, its directory entry are on stable storage. An error means e is NOT safe: the
+// caller must not claim success.
+func (s *Spool) Append(e Entry) error {
+	payload, err := encodeEntry(e)
+	if err != nil {
+		return err
+	}
+	rec := frame(payload)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil && s.actSize > 0 && s.actSize+int64(len(rec)) > s.opts.SegmentSize {
+		if err := s.sealLocked(); err != nil {
+			return err
+		}
+	}
+	if s.active == nil {
+		if err := s.createLocked(); err != nil {
+			return err
+		}
+	}
+	n, err := s.active.Write(rec)
+	if err == nil {
+		err = s.syncFile(s.active)
+	}
+	if err != nil {
+		// The segment may now end in a partial record. Seal it so the next Append starts
+		// a clean segment; the reader skips the torn bytes.
+		s.actSize += int64(n)
+		_ = s.sealLocked()
+		return fmt.Errorf("spool append %s: %w", e.Submission.ID, err)
+	}
+	s.actSize += int64(n)
+	s.segs[s.actSeq].add(e.Submission.CreatedAt)
+	return nil
+}
+
+// createLocked starts a new segment and makes its name durable.
+func (s *Spool) createLocked() error {
+	seq := s.nextSeq
+	f, err := os.OpenFile(s.segPath(seq), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("spool: create segment: %w", err)
+	}
+	if err := s.syncDir(s.dir); err != nil {
+		f.Close()
+		os.Remove(s.segPath(seq))
+		return fmt.Errorf("spool: sync directory %s: %w", s.dir, err)
+	}
+	s.nextSeq++
+	s.active, s.actSeq, s.actSize = f, seq, 0
+	s.segs[seq] = &segInfo{}
+	return nil
+}
+
+// sealLocked closes the active segment: from now on it is only read and deleted.
+func (s *Spool) sealLocked() error {
+	if s.active == nil {
+		return nil
+	}
+	err := s.active.Close()
+	s.active = nil
+	if err != nil {
+		return fmt.Errorf("spool: close segment %d: %w", s.actSeq, err)
+	}
+	return nil
+}
+
+// sealed seals the active segment if it holds anything and returns every sealed segment,
+// oldest first. Replay reads only sealed segments, so it never races an Append.
+func (s *Spool) sealed() ([]uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil && s.actSize > 0 {
+		if err := s.sealLocked(); err != nil {
+			return nil, err
+		}
+	}
+	var out []uint64
+	for seq := range s.segs {
+		if s.active != nil && seq == s.actSeq {
+			continue
+		}
+		out = append(out, seq)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// Stats reports the spool's depth.
+func (s *Spool) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Segments: len(s.segs)}
+	for _, i := range s.segs {
+		st.Entries += i.entries
+		if !i.oldest.IsZero() && (st.Oldest.IsZero() || i.oldest.Before(st.Oldest)) {
+			st.Oldest = i.oldest
+		}
+	}
+	return st
+}
+
+// OldestAge is how long the oldest waiting entry has waited; 0 when the spool is empty.
+func (s *Spool) OldestAge() time.Duration {
+	st := s.Stats()
+	if st.Oldest.IsZero() {
+		return 0
+	}
+	return s.opts.Now().Sub(st.Oldest)
+}
+
+// Close closes the active segment. Spooled entries stay on disk for the next Open.
+func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sealLocked()
+}
+
+// remove deletes a drained segment and forgets it.
+func (s *Spool) remove(seq uint64) error {
+	if err := os.Remove(s.segPath(seq)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("spool: remove segment %d: %w", seq, err)
+	}
+	// Best effort: a crash before this sync can only resurrect a drained segment, whose
+	// replay is a no-op.
+	_ = s.syncDir(s.dir)
+	s.mu.Lock()
+	delete(s.segs, seq)
+	s.mu.Unlock()
+	return nil
+}
+
+// keepAside copies the bytes of a bad range into corrupt/ for a human to inspect.
+func (s *Spool) keepAside(seq uint64, b []byte, r badRange) (string, error) {
+	cd := filepath.Join(s.dir, corruptDir)
+	if err := os.MkdirAll(cd, 0o700); err != nil {
+		return "", fmt.Errorf("spool: %w", err)
+	}
+	name := filepath.Join(cd, fmt.Sprintf("%s%020d-at-%d.bad", segPrefix, seq, r.Off))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("spool: keep corrupt bytes: %w", err)
+	}
+	_, err = f.Write(b[r.Off:r.End])
+	if err == nil {
+		err = s.syncFile(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.syncDir(cd)
+	}
+	if err != nil {
+		return "", fmt.Errorf("spool: keep corrupt bytes in %s: %w", name, err)
+	}
+	return name, nil
+}
+
+func (s *Spool) segPath(seq uint64) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s%020d%s", segPrefix, seq, segSuffix))
+}
+
+func (s *Spool) listSegments() ([]uint64, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("open spool: %w", err)
+	}
+	var seqs []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, segPrefix) || !strings.HasSuffix(name, segSuffix) {
+			continue
+		}
+		seq, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, segPrefix), segSuffix), 10, 64)
+		if err != nil {
+			continue
+		}
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs, nil
+}
+
+// syncDir makes a directory's entries (a created or removed file) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
