@@ -61,12 +61,15 @@ func lockKey(schema string) int64 {
 // migrate creates the schema if needed and applies every migration not yet recorded, all
 // in one transaction holding a transaction-scoped advisory lock: a concurrent Open waits,
 // then finds everything recorded, and a failed migration leaves nothing half applied.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error { return s.migrateOn(ctx, s.pool) }
+
+// migrateOn migrates through db: the pool, or (lazy stores) the first connection made.
+func (s *Store) migrateOn(ctx context.Context, db beginner) error {
 	ms, err := migrations()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = txOn(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(s.schema)); err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}

@@ -25,6 +25,10 @@ type Config struct {
 	// schema is created if missing. Instances sharing a database and a schema share one
 	// outbox; different schemas are fully isolated (tests use one each).
 	Schema string
+	// Lazy makes Open succeed without reaching the server: the schema is migrated on the
+	// first connection that succeeds (see lazy.go), so a process can start, and spool,
+	// while PostgreSQL is down.
+	Lazy bool
 }
 
 // Store is an outbox.Store on PostgreSQL. Use Open.
@@ -45,6 +49,8 @@ type Store struct {
 	// onListening, when set (tests), is called each time Listen has its LISTEN in place.
 	// Guarded by mu.
 	onListening func()
+
+	lazy lazyMigration // Config.Lazy
 }
 
 // Open connects, creates the schema if needed and applies pending migrations under an
@@ -59,11 +65,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// ones opened after a reconnect; the schema need not exist yet.
 		pcfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
 	}
+	s := &Store{schema: cfg.Schema, channel: channelName(cfg.Schema)}
+	if cfg.Lazy {
+		pcfg.AfterConnect = s.migrateFirstConn
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, schema: cfg.Schema, channel: channelName(cfg.Schema)}
+	s.pool = pool
+	if cfg.Lazy {
+		return s, nil
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
