@@ -159,6 +159,10 @@ type Submission struct {
 	ContentHash    string
 	Test           bool
 	CreatedAt      time.Time
+	// Events are written by Accept in the same transaction as the submission, after its
+	// submission.received event (e.g. schema.drift in monitor mode). The store sets
+	// their SubmissionID, and At when zero. Nothing is written for a duplicate.
+	Events []Event
 }
 
 // Delivery is one planned notification of one submission: one per route per recipient.

@@ -58,7 +58,8 @@ type Completion struct {
 // Store is the durable side of the outbox. Two implementations (sqlitestore, pgstore) are
 // held to the same contract by the storetest conformance suite.
 type Store interface {
-	// Accept writes sub, its deliveries and a submission.received event in ONE transaction.
+	// Accept writes sub, its deliveries, a submission.received event and sub.Events in ONE
+	// transaction.
 	// If sub.IdempotencyKey is set and (form, key) already exists, it writes nothing and
 	// returns the original submission's id and status with Duplicate set.
 	Accept(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error)

@@ -88,6 +88,14 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 		}
 		b.Queue(`INSERT INTO events (kind, submission_id, data, at) VALUES ($1, $2, $3, $4)`,
 			outbox.EventSubmissionReceived, sub.ID, string(event), created)
+		for _, ev := range sub.Events {
+			data := string(ev.Data)
+			if data == "" {
+				data = "{}"
+			}
+			b.Queue(`INSERT INTO events (kind, submission_id, data, at) VALUES ($1, $2, $3, $4)`,
+				ev.Kind, sub.ID, data, orTime(ev.At, created))
+		}
 		br := tx.SendBatch(ctx, b)
 		for i := range deliveries {
 			if _, err := br.Exec(); err != nil {
@@ -98,6 +106,12 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return fmt.Errorf("insert event: %w", err)
+		}
+		for _, ev := range sub.Events {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return fmt.Errorf("insert %s event: %w", ev.Kind, err)
+			}
 		}
 		return br.Close()
 	})

@@ -91,12 +91,27 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 			outbox.EventSubmissionReceived, sub.ID.String(), string(event), micros(created)); err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
+		for _, ev := range sub.Events {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
+				VALUES (?, ?, NULL, ?, ?)`,
+				ev.Kind, sub.ID.String(), eventJSON(ev.Data), micros(orTime(ev.At, created))); err != nil {
+				return fmt.Errorf("insert %s event: %w", ev.Kind, err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: %w", sub.ID, err)
 	}
 	return res, nil
+}
+
+// eventJSON is an event's JSON data, "{}" when the caller gave none.
+func eventJSON(data []byte) string {
+	if len(data) == 0 {
+		return "{}"
+	}
+	return string(data)
 }
 
 // plannedDelivery fills what the caller may leave unset.
