@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -34,6 +35,8 @@ type Store struct {
 	path string
 	w    *sql.DB // exactly one connection, BEGIN IMMEDIATE
 	r    *sql.DB // readers
+
+	pruneMu sync.Mutex // held by the running retention pass; see LockPruner
 }
 
 // Open opens (creating if needed) the database file at path, creating its parent
