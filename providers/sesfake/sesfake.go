@@ -1,0 +1,208 @@
+// Package sesfake is a local stand-in for Amazon SES v2 that speaks its wire format, for
+// tests that drive the real SDK client (providers/ses) through every answer SES can
+// give. It serves POST /v2/email/outbound-emails, answers {"MessageId": ...} or an error
+// {"__type": ..., "message": ...} with the scripted status, and records every request.
+//
+// Scripting, per request: Enqueue replies (then SetDefault or Func); a Reply can set the
+// status, the error type and message, a Retry-After header, Hang (read the request and
+// never answer: "written, no answer") or Drop (close the connection). Refuse closes the
+// listener (connection refused: the request is never written) and Resume reopens it on
+// the same port, so a Caddyfile pointing at URL() keeps working.
+//
+//	srv := sesfake.New()
+//	defer srv.Close()
+//	srv.Enqueue(sesfake.Throttling(), sesfake.Reply{}) // first throttled, then sent
+//	... endpoint srv.URL() ...
+//	srv.Sent() // the emails answered with 200, decoded
+package sesfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/providers/internal/fakehttp"
+)
+
+// Path is where SES v2 SendEmail is posted.
+const Path = "/v2/email/outbound-emails"
+
+// Request is one recorded HTTP request, with headers (the SigV4 Authorization among
+// them) and raw body.
+type Request = fakehttp.Request
+
+// Reply scripts the answer to one request. The zero Reply is a success (200 with a new
+// MessageId).
+type Reply struct {
+	// Status is the HTTP status; 0 means 200, or 400 when Type is set.
+	Status int
+	// Type is the error's __type, e.g. "MessageRejected"; also sent as X-Amzn-ErrorType.
+	Type    string
+	Message string
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string
+	// Hang reads the request and never answers, until the client gives up.
+	Hang bool
+	// Drop reads the request and closes the connection without answering.
+	Drop bool
+}
+
+// Common SES errors, with the status SES answers them with.
+func Throttling() Reply {
+	return Reply{Status: 429, Type: "TooManyRequestsException", Message: "Maximum sending rate exceeded."}
+}
+func LimitExceeded() Reply {
+	return Reply{Status: 400, Type: "LimitExceededException", Message: "Daily message quota exceeded."}
+}
+func SendingPaused() Reply {
+	return Reply{Status: 400, Type: "SendingPausedException", Message: "Sending is paused for this account."}
+}
+func AccountSuspended() Reply {
+	return Reply{Status: 400, Type: "AccountSuspendedException", Message: "The account is suspended."}
+}
+func MailFromNotVerified() Reply {
+	return Reply{Status: 400, Type: "MailFromDomainNotVerifiedException", Message: "MAIL FROM domain not verified."}
+}
+func NotVerified() Reply {
+	return Reply{Status: 400, Type: "MessageRejected", Message: "Email address is not verified. The following identities failed the check in region EU-WEST-1: forms@example.com"}
+}
+func Rejected() Reply {
+	return Reply{Status: 400, Type: "MessageRejected", Message: "Illegal header in message."}
+}
+func BadRequest() Reply {
+	return Reply{Status: 400, Type: "BadRequestException", Message: "1 validation error detected."}
+}
+func ConfigSetNotFound() Reply {
+	return Reply{Status: 404, Type: "NotFoundException", Message: "Configuration set <forms> does not exist."}
+}
+func InternalError() Reply {
+	return Reply{Status: 500, Type: "InternalServiceErrorException", Message: "Internal failure."}
+}
+func Unavailable() Reply {
+	return Reply{Status: 503, Type: "ServiceUnavailable", Message: "Service unavailable."}
+}
+
+// Email is the decoded SendEmail body (the fields the providers use).
+type Email struct {
+	FromEmailAddress     string
+	ReplyToAddresses     []string
+	ConfigurationSetName string
+	Destination          struct{ ToAddresses []string }
+	Content              struct {
+		Simple struct {
+			Subject struct{ Data, Charset string }
+			Body    struct {
+				Text, Html struct{ Data, Charset string }
+			}
+		}
+	}
+	EmailTags []struct{ Name, Value string }
+}
+
+// Tag returns the value of the EmailTag named name.
+func (e Email) Tag(name string) string {
+	for _, t := range e.EmailTags {
+		if t.Name == name {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// Sent is one email answered with 200.
+type Sent struct {
+	MessageID string
+	Email     Email
+	Request   Request
+}
+
+// Server is the fake. Safe for concurrent use.
+type Server struct {
+	fakehttp.Script[Reply]
+	srv  *fakehttp.Server
+	ids  atomic.Int64
+	sent fakehttp.Log[Sent]
+}
+
+// New starts a fake SES on a free loopback port. It panics if it cannot listen.
+func New() *Server {
+	s := new(Server)
+	srv, err := fakehttp.New(s.handle)
+	if err != nil {
+		panic(err)
+	}
+	s.srv = srv
+	return s
+}
+
+// URL is the endpoint to configure (`endpoint` / ses.Config.Endpoint).
+func (s *Server) URL() string { return s.srv.URL() }
+
+func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
+	if r.Method != http.MethodPost || r.Path != Path {
+		return errorAnswer(Reply{Status: 404, Type: "UnknownOperationException", Message: "no such operation " + r.Method + " " + r.Path})
+	}
+	reply := s.Next(n, r)
+	switch {
+	case reply.Hang:
+		return fakehttp.Hang, 0, nil, nil
+	case reply.Drop:
+		return fakehttp.Drop, 0, nil, nil
+	case reply.Type != "" || reply.Status >= 300:
+		return errorAnswer(reply)
+	}
+	var e Email
+	if err := json.Unmarshal(r.Body, &e); err != nil {
+		return errorAnswer(Reply{Status: 400, Type: "BadRequestException", Message: "body is not JSON: " + err.Error()})
+	}
+	id := fmt.Sprintf("0100018c-fake-ses-%06d", s.ids.Add(1))
+	s.sent.Add(Sent{MessageID: id, Email: e, Request: r})
+	h := http.Header{"Content-Type": {"application/json"}}
+	if reply.RetryAfter != "" {
+		h.Set("Retry-After", reply.RetryAfter)
+	}
+	status := reply.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return fakehttp.Answer, status, h, fakehttp.JSON(map[string]string{"MessageId": id})
+}
+
+func errorAnswer(r Reply) (fakehttp.Action, int, http.Header, []byte) {
+	status := r.Status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	typ := r.Type
+	if typ == "" {
+		typ = "InternalFailure"
+	}
+	h := http.Header{"Content-Type": {"application/json"}, "X-Amzn-Errortype": {typ}}
+	if r.RetryAfter != "" {
+		h.Set("Retry-After", r.RetryAfter)
+	}
+	return fakehttp.Answer, status, h, fakehttp.JSON(map[string]string{"__type": typ, "message": r.Message})
+}
+
+// Requests returns every request received, in order, including failed and hung ones.
+func (s *Server) Requests() []Request { return s.srv.Requests() }
+
+// Count is the number of requests received.
+func (s *Server) Count() int { return s.srv.Count() }
+
+// WaitCount waits for at least n requests.
+func (s *Server) WaitCount(n int, timeout time.Duration) error { return s.srv.WaitCount(n, timeout) }
+
+// Sent returns the emails answered with 200, in order.
+func (s *Server) Sent() []Sent { return s.sent.All() }
+
+// Refuse makes connections fail (connection refused) until Resume.
+func (s *Server) Refuse() { s.srv.Refuse() }
+
+// Resume accepts connections again on the same address.
+func (s *Server) Resume() error { return s.srv.Resume() }
+
+// Close stops the fake, releasing hung requests.
+func (s *Server) Close() { s.srv.Close() }

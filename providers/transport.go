@@ -1,0 +1,92 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/mail"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// TrackWrite returns a context that notes when an HTTP request made with it has been
+// written to the connection, and a func reporting whether that happened. Whether the
+// request left the building decides between "nothing happened, try elsewhere" and "the
+// provider may have accepted it" (Ambiguous), so every HTTP provider asks it.
+func TrackWrite(ctx context.Context) (context.Context, func() bool) {
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	})
+	return ctx, wrote.Load
+}
+
+// NetworkError classifies an HTTP call that got no answer. Never written (refused
+// connection, DNS, TLS handshake): Temporary, and another provider may be tried at once
+// since this one certainly sent nothing. Written but unanswered: Ambiguous, no failover,
+// because failing over could deliver the message twice. A cancelled parent context
+// (shutdown) is Temporary without failover either way: nobody should start a new send.
+func NetworkError(parent context.Context, wrote bool, err error) *Error {
+	code := "network"
+	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+		code = "timeout"
+	}
+	if parent.Err() != nil {
+		return &Error{Class: Temporary, Code: "cancelled", Err: err}
+	}
+	if wrote {
+		return &Error{Class: Ambiguous, Code: code, Err: err}
+	}
+	return &Error{Class: Temporary, Failover: true, Code: code, Err: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// ParseRetryAfter reads a Retry-After header value, seconds or an HTTP date; 0 when it
+// is absent, in the past or unusable.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// CheckHeaders rejects a message whose header values (To, Reply-To, Subject) contain a
+// line break or NUL. Intake already refuses such values; checking again at send means a
+// payload written by anything else (an older version, a hand edit) can never add a
+// header. The error is Permanent: no retry and no other provider can make it safe.
+func CheckHeaders(m Message) *Error {
+	for _, h := range [...]struct{ name, v string }{{"To", m.To}, {"Reply-To", m.ReplyTo}, {"Subject", m.Subject}} {
+		if strings.ContainsAny(h.v, "\r\n\x00") {
+			return &Error{Class: Permanent, Code: "header_injection",
+				Err: errors.New("header " + h.name + " contains a line break; refusing to send")}
+		}
+	}
+	return nil
+}
+
+// FormatAddress writes a parsed address back for an API field: bare when it has no
+// display name ("a@example.com"), RFC 5322 encoded when it has one.
+func FormatAddress(a *mail.Address) string {
+	if a.Name == "" {
+		return a.Address
+	}
+	return a.String()
+}
