@@ -163,7 +163,11 @@ func TestHeaderInjectionRefusedBeforeSending(t *testing.T) {
 	p := newSES(t, fake, 0)
 	for _, m := range []providers.Message{
 		func() providers.Message { m := message(); m.Subject = "hi\r\nBcc: victim@example.net"; return m }(),
-		func() providers.Message { m := message(); m.ReplyTo = "a@example.org\nBcc: victim@example.net"; return m }(),
+		func() providers.Message {
+			m := message()
+			m.ReplyTo = "a@example.org\nBcc: victim@example.net"
+			return m
+		}(),
 	} {
 		_, err := p.Send(context.Background(), m)
 		if pe := providers.Classify(err); pe.Class != providers.Permanent || pe.Code != "header_injection" {
