@@ -34,6 +34,11 @@ type Config struct {
 	// Secret returns the signing secret (whsec_<base64>) for a target URL; "" sends the
 	// request unsigned. Secrets live in the config, never in stored payloads.
 	Secret func(url string) string
+	// Headers returns extra headers for a target URL (e.g. an Authorization the receiver
+	// expects); nil or an empty map adds none. They cannot replace the Standard Webhooks
+	// headers or Content-Type, which are set after them. Values may be secrets: they live
+	// in the config, never in stored payloads or logs.
+	Headers func(url string) map[string]string
 	// Timeout bounds one request; default 15s. Past it, an answer may still have been
 	// processed by the receiver, so a timeout is Ambiguous.
 	Timeout time.Duration
@@ -131,8 +136,15 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 	if err != nil {
 		return res, &providers.Error{Class: providers.Permanent, Code: "bad_request", Err: err}
 	}
+	if p.cfg.Headers != nil {
+		for k, v := range p.cfg.Headers(m.URL) {
+			req.Header.Set(k, v)
+		}
+	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", p.cfg.UserAgent)
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", p.cfg.UserAgent)
+	}
 	req.Header.Set("webhook-id", m.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	if sig != "" {
@@ -174,7 +186,7 @@ func classifyStatus(resp *http.Response) error {
 			Err: errors.New("webhook receiver says the endpoint is gone")}
 	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500:
 		return &providers.Error{Class: providers.Temporary, HTTPStatus: s,
-			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
+			RetryAfter: providers.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
 			Err:        fmt.Errorf("webhook receiver answered %s", resp.Status)}
 	case s >= 400:
 		return &providers.Error{Class: providers.Permanent, HTTPStatus: s,
@@ -183,24 +195,6 @@ func classifyStatus(resp *http.Response) error {
 		return &providers.Error{Class: providers.Temporary, HTTPStatus: s,
 			Err: fmt.Errorf("unexpected webhook answer %s", resp.Status)}
 	}
-}
-
-// retryAfter parses Retry-After as seconds or an HTTP date; 0 when absent or unusable.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // redactURL drops the URL from transport errors: a target URL can carry a token in its
