@@ -36,6 +36,9 @@ type App struct {
 	Retry *RetryConfig `json:"retry,omitempty"`
 	// Email configures the sender address and the email provider.
 	Email *EmailConfig `json:"email,omitempty"`
+	// Retention prunes submissions older than this whose deliveries are all finished
+	// (app_ops.go). Default 0: keep everything.
+	Retention caddy.Duration `json:"retention,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -49,6 +52,8 @@ type App struct {
 
 	secretsMu sync.RWMutex
 	secrets   map[string]string // webhook URL -> signing secret, registered by handlers
+
+	opsState // metrics, events, retention (app_ops.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -150,6 +155,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.store, a.storeKey = store, sc.poolKey()
 
 	a.worker = outbox.NewWorker(a.workerConfig(sender))
+	if err := a.provisionOps(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -173,6 +181,8 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 		Sender:        sender,
 		Logger:        a.logger.Named("worker"),
 		Notifications: true,
+		OnDead:        a.onDead,
+		OnAttempt:     a.onAttempt,
 	}
 	if w := a.Worker; w != nil {
 		wc.Concurrency = w.Concurrency
@@ -213,6 +223,7 @@ func (a *App) Start() error {
 	if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
+	a.startOps()
 	return nil
 }
 
@@ -220,6 +231,7 @@ func (a *App) Start() error {
 // reload the new App already shares it, and Cleanup releases this App's reference.
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
+		a.stopOps()
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())
 		}
@@ -257,6 +269,7 @@ func (a *App) Accept(ctx context.Context, res *intake.Result) (outbox.AcceptResu
 	if !stored.Duplicate && hasPending(res.Deliveries) {
 		a.worker.Broadcast(context.WithoutCancel(ctx))
 	}
+	a.received(res.Submission, stored)
 	return stored, nil
 }
 

@@ -44,6 +44,7 @@ import (
 //			from ADDRESS                       # "Name <addr@example.com>" or a bare address
 //			file DIR                           # development: write .eml files into DIR
 //		}
+//		retention DURATION                     # e.g. 365d; see parseRetention
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
@@ -76,6 +77,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Retry, err = parseRetry(d)
 		case "email":
 			a.Email, err = parseEmail(d)
+		case "retention":
+			a.Retention, err = parseRetention(d)
 		default:
 			err = d.Errf("unknown option %q", d.Val())
 		}

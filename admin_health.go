@@ -1,0 +1,141 @@
+package formoutbox
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// healthTimeout bounds the storage checks of one health request: a hung database must
+// answer 503 quickly, not hang the load balancer's probe.
+const healthTimeout = 2 * time.Second
+
+// staleTicks is how many poll intervals may pass without a worker pass before health
+// reports the worker stuck.
+const staleTicks = 3
+
+// Health is the body of GET /form_outbox/health.
+type Health struct {
+	Status   string        `json:"status"` // "ok" or "unhealthy"
+	Problems []string      `json:"problems,omitempty"`
+	Storage  storageHealth `json:"storage"`
+	Worker   workerHealth  `json:"worker"`
+	Outbox   *outboxHealth `json:"outbox,omitempty"` // absent when storage is unreachable
+	Spool    *SpoolHealth  `json:"spool,omitempty"`
+}
+
+type storageHealth struct {
+	Driver    string  `json:"driver"`
+	Reachable bool    `json:"reachable"`
+	LatencyMS float64 `json:"latency_ms"`
+	Error     string  `json:"error,omitempty"`
+}
+
+type workerHealth struct {
+	Running             bool       `json:"running"`
+	Owner               string     `json:"owner"`
+	LastTick            *time.Time `json:"last_tick,omitempty"`
+	SinceLastTickSecs   float64    `json:"since_last_tick_seconds"`
+	PollIntervalSeconds float64    `json:"poll_interval_seconds"`
+}
+
+type outboxHealth struct {
+	Backlog          int64   `json:"backlog"`
+	Due              int64   `json:"due"`
+	OldestDueSeconds float64 `json:"oldest_due_seconds"`
+	Dead             int64   `json:"dead"`
+}
+
+// SpoolHealth is the spool's part of the health body.
+type SpoolHealth struct {
+	Enabled bool   `json:"enabled"`
+	Depth   int64  `json:"depth"`
+	Error   string `json:"error,omitempty"`
+	// Healthy false turns the whole answer into 503.
+	Healthy bool `json:"healthy"`
+}
+
+// SpoolStats, when set (by the spool's file), reports the spool in health checks; ok false
+// leaves it out.
+var SpoolStats func(a *App) (h SpoolHealth, ok bool)
+
+// health checks storage (ping latency), the worker (alive and passing at least every
+// staleTicks poll intervals) and reads the live outbox numbers.
+func (a *App) health(ctx context.Context) Health {
+	h := Health{Status: "ok", Storage: storageHealth{Driver: a.storage.Driver}}
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+
+	start := time.Now()
+	err := a.store.Ping(ctx)
+	h.Storage.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		h.Storage.Error = err.Error()
+		h.Problems = append(h.Problems, "storage unreachable")
+	} else {
+		h.Storage.Reachable = true
+		if o, ok := a.store.(outbox.Ops); ok {
+			now := time.Now()
+			st, err := o.Stats(ctx, now)
+			if err != nil {
+				h.Storage.Reachable = false
+				h.Storage.Error = err.Error()
+				h.Problems = append(h.Problems, "storage unreachable")
+			} else {
+				a.metrics.rememberStats(st, now)
+				h.Outbox = &outboxHealth{
+					Backlog: st.Backlog, Due: st.Due, Dead: st.Dead,
+					OldestDueSeconds: st.OldestDueAge(now).Seconds(),
+				}
+			}
+		}
+	}
+
+	poll := a.pollInterval()
+	h.Worker = workerHealth{Running: a.worker.Running(), Owner: a.worker.Owner(), PollIntervalSeconds: poll.Seconds()}
+	if last := a.worker.LastTick(); !last.IsZero() {
+		h.Worker.LastTick = &last
+		h.Worker.SinceLastTickSecs = time.Since(last).Seconds()
+	}
+	switch {
+	case !h.Worker.Running:
+		h.Problems = append(h.Problems, "worker not running")
+	case h.Worker.LastTick == nil || time.Since(*h.Worker.LastTick) > staleTicks*poll:
+		h.Problems = append(h.Problems, "worker has not polled within 3 poll intervals")
+	}
+
+	if SpoolStats != nil {
+		if sh, ok := SpoolStats(a); ok {
+			h.Spool = &sh
+			if !sh.Healthy {
+				h.Problems = append(h.Problems, "spool unhealthy")
+			}
+		}
+	}
+	if len(h.Problems) > 0 {
+		h.Status = "unhealthy"
+	}
+	return h
+}
+
+// pollInterval is the worker's resolved tick.
+func (a *App) pollInterval() time.Duration {
+	if a.Worker != nil && a.Worker.PollInterval > 0 {
+		return time.Duration(a.Worker.PollInterval)
+	}
+	return outbox.DefaultPollInterval
+}
+
+func serveHealth(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	h := a.health(r.Context())
+	status := http.StatusOK
+	if h.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, status, h)
+}
