@@ -51,7 +51,10 @@ type App struct {
 	mailDir   string
 
 	secretsMu sync.RWMutex
-	secrets   map[string]string // webhook URL -> signing secret, registered by handlers
+	secrets   map[string]string            // webhook URL -> signing secret, registered by handlers
+	headers   map[string]map[string]string // webhook URL -> extra headers (sender.go)
+
+	emailProviderName string
 
 	opsState // metrics, events, retention (app_ops.go)
 
@@ -95,6 +98,10 @@ type EmailConfig struct {
 	// File writes each email as an .eml file (development). It is also what runs when no
 	// provider is configured, into <data dir>/form_outbox/mail.
 	File *FileConfig `json:"file,omitempty"`
+	// SES and Resend send real email (sender.go); with both, SES is tried first and
+	// Resend takes over within the same attempt when SES fails in a way it can help with.
+	SES    *SESConfig    `json:"ses,omitempty"`
+	Resend *ResendConfig `json:"resend,omitempty"`
 }
 
 // FileConfig configures the development email provider.
@@ -219,7 +226,11 @@ func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
 		zap.String("storage", a.storage.describe()),
 		zap.String("worker", a.worker.Owner()))
-	a.logger.Info("email provider: file (development)", zap.String("dir", a.mailDir))
+	if a.emailProviderName == "file" {
+		a.logger.Info("email provider: file (development)", zap.String("dir", a.mailDir))
+	} else {
+		a.logger.Info("email provider", zap.String("providers", a.emailProviderName))
+	}
 	if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}

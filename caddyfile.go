@@ -40,9 +40,11 @@ import (
 //			email_attempts N
 //			webhook_attempts N
 //		}
-//		email {
-//			from ADDRESS                       # "Name <addr@example.com>" or a bare address
-//			file DIR                           # development: write .eml files into DIR
+//		email {                                # see parseEmail (caddyfile_email.go)
+//			from ADDRESS
+//			ses { ... }
+//			resend { ... }
+//			file DIR
 //		}
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //	}
@@ -188,35 +190,6 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 	return rc, nil
 }
 
-func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
-	if d.NextArg() {
-		return nil, d.ArgErr()
-	}
-	ec := new(EmailConfig)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch opt := d.Val(); opt {
-		case "from":
-			from, err := singleArg(d)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := mail.ParseAddress(from); err != nil {
-				return nil, d.Errf("email from: %q is not an email address: %v", from, err)
-			}
-			ec.From = from
-		case "file":
-			dir, err := singleArg(d)
-			if err != nil {
-				return nil, err
-			}
-			ec.File = &FileConfig{Dir: dir}
-		default:
-			return nil, d.Errf("email: unknown option %q", opt)
-		}
-	}
-	return ec, nil
-}
-
 // parseDirective sets up the handler from the `form_outbox` directive:
 //
 //	form_outbox [<matcher>] {
@@ -231,6 +204,7 @@ func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
 //		}
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
+//			header NAME VALUE                  # extra header, repeatable; {env.X} allowed
 //		}
 //	}
 //
@@ -402,6 +376,10 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, err
 				}
 				r.Secret = s
+			case "header":
+				if err := parseWebhookHeader(d, &r); err != nil {
+					return r, err
+				}
 			default:
 				return r, d.Errf("notify webhook: unknown option %q", opt)
 			}

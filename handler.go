@@ -59,6 +59,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := h.app.registerWebhookSecret(r.URL, r.Secret); err != nil {
 			return fmt.Errorf("form_outbox: form %s: %w", h.Form, err)
 		}
+		headers, err := resolveWebhookHeaders(repl, r.Headers)
+		if err == nil {
+			err = h.app.registerWebhookHeaders(r.URL, headers)
+		}
+		if err != nil {
+			return fmt.Errorf("form_outbox: form %s: %w", h.Form, err)
+		}
 	}
 	return nil
 }

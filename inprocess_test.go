@@ -308,13 +308,14 @@ func TestInProcessReloadSharesTheStore(t *testing.T) {
 	waitFor(t, "both emails", func() bool { return len(emlFiles(t, filepath.Join(dir, "mail"))) == 2 })
 }
 
-// When the store cannot take a submission, the visitor is told to try again (503 with
-// Retry-After) and never sees a success for a post that was not kept.
+// When the store cannot take a submission and the spool is off, the visitor is told to
+// try again (503 with Retry-After) and never sees a success for a post that was not kept.
 func TestInProcessStoreFailureAnswers503(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	runCaddy(t, map[string]any{
 		"form_outbox": map[string]any{
+			"spool":   map[string]any{"mode": "off"},
 			"storage": map[string]any{"driver": "sqlite", "path": filepath.Join(dir, "forms.db")},
 			"email":   map[string]any{"file": map[string]any{"dir": filepath.Join(dir, "mail")}},
 		},

@@ -1,21 +1,133 @@
 package formoutbox
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers"
+	"github.com/formoutbox/caddy-form-outbox/providers/chain"
 	"github.com/formoutbox/caddy-form-outbox/providers/file"
+	"github.com/formoutbox/caddy-form-outbox/providers/resend"
+	"github.com/formoutbox/caddy-form-outbox/providers/ses"
 	"github.com/formoutbox/caddy-form-outbox/providers/webhook"
 )
 
-// buildSender wires the providers: email through the file provider (the only email
-// provider so far, and the default when none is configured), webhooks signed with the
-// secrets the form handlers register.
+// SESConfig is the JSON twin of `email { ses { ... } }`. Every value accepts
+// placeholders such as {env.AWS_SECRET_ACCESS_KEY}, resolved at provision.
+type SESConfig struct {
+	// Region, e.g. eu-west-1. Default: the AWS default chain's (AWS_REGION, ~/.aws/config).
+	Region string `json:"region,omitempty"`
+	// ConfigurationSet is sent with every email when set.
+	ConfigurationSet string `json:"configuration_set,omitempty"`
+	// AccessKeyID and SecretAccessKey are explicit credentials; without them the default
+	// AWS credential chain is used (environment, shared files, instance or task role).
+	AccessKeyID     string `json:"access_key_id,omitempty"`
+	SecretAccessKey string `json:"secret_access_key,omitempty"`
+	// Endpoint overrides the SES endpoint (emulators, tests).
+	Endpoint string `json:"endpoint,omitempty"`
+	// Timeout bounds one send. Default 30s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// ResendConfig is the JSON twin of `email { resend { ... } }`.
+type ResendConfig struct {
+	// APIKey is the re_... key; use a placeholder ({env.RESEND_API_KEY}).
+	APIKey string `json:"api_key,omitempty"`
+	// Endpoint overrides the API base URL (tests).
+	Endpoint string `json:"endpoint,omitempty"`
+	// Timeout bounds one send. Default 30s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// buildSender wires the providers: email through SES and/or Resend (a failover chain,
+// SES first, when both are configured), or else the file provider (the default);
+// webhooks signed with the secrets, and carrying the headers, that the form handlers
+// register.
 func (a *App) buildSender() (outbox.Sender, error) {
-	email, err := file.New(file.Config{Dir: a.mailDir, From: a.from})
+	email, err := a.emailProvider()
 	if err != nil {
 		return nil, fmt.Errorf("email: %w", err)
 	}
-	hook := webhook.New(webhook.Config{Secret: a.webhookSecret})
+	a.emailProviderName = email.Name()
+	hook := webhook.New(webhook.Config{Secret: a.webhookSecret, Headers: a.webhookHeaders})
 	return outbox.Router{Email: email, Webhook: hook}, nil
+}
+
+func (a *App) emailProvider() (providers.Provider, error) {
+	ec := a.Email
+	if ec == nil || (ec.SES == nil && ec.Resend == nil) {
+		return file.New(file.Config{Dir: a.mailDir, From: a.from})
+	}
+	if ec.File != nil {
+		return nil, errors.New("file is for development and cannot be combined with ses or resend")
+	}
+	// Secrets are resolved here, into the provider, and never written back to the
+	// config: the running config and `caddy adapt` show only what the user wrote.
+	repl := caddy.NewReplacer()
+	resolve := func(s string) string { return strings.TrimSpace(repl.ReplaceKnown(s, "")) }
+	var list []providers.Provider
+	if c := ec.SES; c != nil {
+		ctx := context.Context(a.ctx)
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		p, err := ses.New(ctx, ses.Config{
+			From:             a.from,
+			Region:           resolve(c.Region),
+			Endpoint:         resolve(c.Endpoint),
+			AccessKeyID:      resolve(c.AccessKeyID),
+			SecretAccessKey:  resolve(c.SecretAccessKey),
+			ConfigurationSet: resolve(c.ConfigurationSet),
+			Timeout:          time.Duration(c.Timeout),
+		})
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, p)
+	}
+	if c := ec.Resend; c != nil {
+		p, err := resend.New(resend.Config{
+			From:     a.from,
+			APIKey:   resolve(c.APIKey),
+			Endpoint: resolve(c.Endpoint),
+			Timeout:  time.Duration(c.Timeout),
+		})
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, p)
+	}
+	if len(list) == 1 {
+		return list[0], nil
+	}
+	return chain.New(list...), nil
+}
+
+// registerWebhookHeaders records the extra headers of a webhook URL. Like secrets, two
+// forms may notify one URL only with the same headers.
+func (a *App) registerWebhookHeaders(url string, headers map[string]string) error {
+	a.secretsMu.Lock()
+	defer a.secretsMu.Unlock()
+	if a.headers == nil {
+		a.headers = make(map[string]map[string]string)
+	}
+	if old, ok := a.headers[url]; ok && !maps.Equal(old, headers) {
+		return fmt.Errorf("webhook %s is configured with two different sets of headers", url)
+	}
+	a.headers[url] = maps.Clone(headers)
+	return nil
+}
+
+// webhookHeaders is the webhook provider's Headers hook.
+func (a *App) webhookHeaders(url string) map[string]string {
+	a.secretsMu.RLock()
+	defer a.secretsMu.RUnlock()
+	return a.headers[url]
 }

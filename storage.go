@@ -121,7 +121,9 @@ func loadStore(sc StorageConfig) (outbox.Store, error) {
 			}
 			return pooledStore{s}, nil
 		default:
-			s, err := pgstore.Open(ctx, pgstore.Config{DSN: sc.DSN, Schema: sc.Schema})
+			// Lazy: Caddy must start (and spool) while PostgreSQL is down; the schema is
+			// migrated on the first connection that succeeds.
+			s, err := pgstore.Open(ctx, pgstore.Config{DSN: sc.DSN, Schema: sc.Schema, Lazy: true})
 			if err != nil {
 				// pgx errors may quote the connection string's host and user, never the
 				// password; still, keep the DSN itself out of the message.

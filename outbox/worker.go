@@ -146,7 +146,8 @@ type Worker struct {
 	listenDone  chan struct{}
 	stopDone    chan struct{}
 
-	inflight sync.WaitGroup
+	inflight    sync.WaitGroup
+	completions batcher[Completion, error] // see completebatch.go
 	// aborted is set when the shutdown grace ran out: a send that then fails was cut
 	// short by us, so its lease is released rather than an attempt charged.
 	aborted  atomic.Bool

@@ -106,7 +106,7 @@ func (w *Worker) release(d Delivery) {
 func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, started, finished time.Time) {
 	c := w.completion(d, res, sendErr, started, finished)
 	ctx, cancel := w.storeCtx()
-	err := w.cfg.Store.Complete(ctx, c)
+	err := w.recordCompletion(ctx, c)
 	cancel()
 	fields := append(deliveryFields(d), zap.String("outcome", string(c.Attempt.Outcome)))
 	switch {

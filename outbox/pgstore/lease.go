@@ -2,12 +2,10 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -36,79 +34,8 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 // earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
 // and c.Now.
 func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
-	switch c.Status {
-	case outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead:
-	default:
-		return fmt.Errorf("complete delivery %s: status %q is not sent, failed or dead", c.DeliveryID, c.Status)
-	}
-	now := orNow(c.Now)
-	next := c.NextAttemptAt
-	if next.IsZero() {
-		next = now
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var (
-			subID    uuid.UUID
-			attempts int
-		)
-		err := tx.QueryRow(ctx, `UPDATE deliveries SET
-				status = $1,
-				next_attempt_at = CASE WHEN $1 = 'failed' THEN $2 ELSE next_attempt_at END,
-				last_error = $3,
-				provider = $4,
-				provider_message_id = $5,
-				lease_owner = '',
-				lease_token = '',
-				locked_until = NULL,
-				updated_at = $6,
-				sent_at = CASE WHEN $1 = 'sent' THEN $6 ELSE sent_at END
-			WHERE id = $7 AND status = 'sending' AND lease_token = $8 AND lease_token <> ''
-			RETURNING submission_id, attempts`,
-			string(c.Status), next, c.LastError, c.Provider, c.ProviderMessageID,
-			now, c.DeliveryID, c.LeaseToken).Scan(&subID, &attempts)
-		if isNoRows(err) {
-			return outbox.ErrLeaseLost
-		}
-		if err != nil {
-			return fmt.Errorf("update delivery: %w", err)
-		}
-		a := c.Attempt
-		if a.Attempt <= 0 {
-			a.Attempt = attempts
-		}
-		// The fenced UPDATE above holds the delivery's row lock, so no other writer can
-		// number an attempt of this delivery until we commit.
-		if _, err := tx.Exec(ctx, `INSERT INTO delivery_attempts (`+attemptColumns+`)
-			SELECT $1, GREATEST($2, COALESCE(MAX(attempt), 0) + 1), $3, $4, $5, $6, $7, $8, $9, $10
-			FROM delivery_attempts WHERE delivery_id = $1`,
-			c.DeliveryID, a.Attempt, a.Provider, orTime(a.StartedAt, now), orTime(a.FinishedAt, now),
-			string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID); err != nil {
-			return fmt.Errorf("insert attempt: %w", err)
-		}
-		if c.Event != nil {
-			e := *c.Event
-			if e.SubmissionID == uuid.Nil {
-				e.SubmissionID = subID
-			}
-			if e.DeliveryID == uuid.Nil {
-				e.DeliveryID = c.DeliveryID
-			}
-			data := string(e.Data)
-			if len(e.Data) == 0 {
-				data = string(json.RawMessage("{}"))
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-				VALUES ($1, $2, $3, $4, $5)`,
-				e.Kind, e.SubmissionID, e.DeliveryID, data, orTime(e.At, now)); err != nil {
-				return fmt.Errorf("insert event: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
-	}
-	return nil
+	// One statement does it all (complete_batch.go); a lone completion is a batch of one.
+	return s.CompleteBatch(ctx, []outbox.Completion{c})[0]
 }
 
 // Release gives a lease back without charging the attempt the claim counted: attempts-1,

@@ -36,6 +36,13 @@ type submissionV1 struct {
 	ContentHash    string        `json:"content_hash,omitempty"`
 	Test           bool          `json:"test,omitempty"`
 	CreatedAt      string        `json:"created_at"`
+	Events         []eventV1     `json:"events,omitempty"`
+}
+
+type eventV1 struct {
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data,omitempty"`
+	At   string          `json:"at,omitempty"`
 }
 
 type deliveryV1 struct {
@@ -60,6 +67,9 @@ func encodeEntry(e Entry) ([]byte, error) {
 		Data: s.Data, Meta: s.Meta, IdempotencyKey: s.IdempotencyKey,
 		ContentHash: s.ContentHash, Test: s.Test, CreatedAt: formatTime(s.CreatedAt),
 	}}
+	for _, ev := range s.Events {
+		p.Submission.Events = append(p.Submission.Events, eventV1{Kind: ev.Kind, Data: ev.Data, At: formatTime(ev.At)})
+	}
 	for _, d := range e.Deliveries {
 		p.Deliveries = append(p.Deliveries, deliveryV1{
 			ID: d.ID.String(), Route: d.Route, Channel: string(d.Channel), Recipient: d.Recipient,
@@ -104,6 +114,13 @@ func decodeEntry(b []byte) (Entry, error) {
 	s.ContentHash, s.Test = ps.ContentHash, ps.Test
 	if s.CreatedAt, err = parseTime(ps.CreatedAt); err != nil {
 		return Entry{}, err
+	}
+	for _, pe := range ps.Events {
+		ev := outbox.Event{Kind: pe.Kind, Data: pe.Data, SubmissionID: s.ID}
+		if ev.At, err = parseTime(pe.At); err != nil {
+			return Entry{}, err
+		}
+		s.Events = append(s.Events, ev)
 	}
 	for _, pd := range p.Deliveries {
 		d := outbox.Delivery{

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -81,6 +82,8 @@ func TestEntryRoundTripsThroughAFrame(t *testing.T) {
 	e := newEntry("k-1")
 	e.Submission.Test = true
 	e.Submission.Reason = "x"
+	e.Submission.Events = []outbox.Event{{Kind: outbox.EventSchemaDrift, SubmissionID: e.Submission.ID,
+		Data: json.RawMessage(`{"field":"extra"}`), At: e.Submission.CreatedAt}}
 	payload, err := encodeEntry(e)
 	if err != nil {
 		t.Fatal(err)
@@ -107,26 +110,25 @@ func TestEntryRoundTripsThroughAFrame(t *testing.T) {
 func TestDamagedFrameCostsOnlyItself(t *testing.T) {
 	var seg []byte
 	var keys []string
+	var starts []int // frame i spans starts[i]..starts[i+1]
 	for i := 0; i < 3; i++ {
 		e := newEntry(uuid.NewString())
 		keys = append(keys, e.Submission.IdempotencyKey)
-		p, err := encodeEntry(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seg = append(seg, frame(p)...)
+		starts = append(starts, len(seg))
+		seg = append(seg, frame(mustEncode(t, e))...)
 	}
-	first := len(frame(mustEncode(t, newEntry(keys[0])))) // same size: keys are UUIDs
-	cases := map[string]int{
-		"magic":    1,
-		"length":   first + 5,
-		"checksum": first + 9,
-		"payload":  first + headerSize + 20,
+	starts = append(starts, len(seg))
+	type hit struct{ frame, at int }
+	cases := map[string]hit{
+		"magic":    {0, 1},
+		"length":   {1, starts[1] + 5},
+		"checksum": {1, starts[1] + 9},
+		"payload":  {2, starts[2] + headerSize + 20},
 	}
-	for name, at := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := append([]byte(nil), seg...)
-			b[at] ^= 0x40
+			b[c.at] ^= 0x40
 			recs, bad := parseSegment(b)
 			if len(bad) != 1 {
 				t.Fatalf("bad ranges = %v, want 1", bad)
@@ -135,7 +137,7 @@ func TestDamagedFrameCostsOnlyItself(t *testing.T) {
 			for _, r := range recs {
 				got = append(got, r.Entry.Submission.IdempotencyKey)
 			}
-			damaged := at / first
+			damaged := c.frame
 			var want []string
 			for i, k := range keys {
 				if i != damaged {
@@ -145,8 +147,8 @@ func TestDamagedFrameCostsOnlyItself(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("records = %v, want %v", got, want)
 			}
-			if bad[0].Off != damaged*first || bad[0].End != (damaged+1)*first {
-				t.Fatalf("bad range %d..%d, want %d..%d", bad[0].Off, bad[0].End, damaged*first, (damaged+1)*first)
+			if bad[0].Off != starts[damaged] || bad[0].End != starts[damaged+1] {
+				t.Fatalf("bad range %d..%d, want %d..%d", bad[0].Off, bad[0].End, starts[damaged], starts[damaged+1])
 			}
 		})
 	}
@@ -449,18 +451,26 @@ func TestReplayerDrainsOnWake(t *testing.T) {
 				passes <- rep
 			}
 		}}
+	// What an earlier process left is replayed at start.
+	es := appendN(t, s, 4)
 	r.Start()
 	defer r.Stop()
-	es := appendN(t, s, 4)
-	r.Wake()
-	select {
-	case rep := <-passes:
-		if rep.Stored != 4 || rep.Remaining != 0 {
-			t.Fatalf("report %+v", rep)
+	next := func(want int) {
+		t.Helper()
+		select {
+		case rep := <-passes:
+			if rep.Stored != want || rep.Remaining != 0 {
+				t.Fatalf("report %+v, want %d stored", rep, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no replay pass")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no replay after Wake")
 	}
+	next(4)
+	// The interval is an hour: only Wake can start this pass.
+	es = append(es, appendN(t, s, 2)...)
+	r.Wake()
+	next(2)
 	for _, e := range es {
 		if _, err := store.GetSubmission(context.Background(), e.Submission.ID); err != nil {
 			t.Fatal(err)

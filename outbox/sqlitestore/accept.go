@@ -22,83 +22,15 @@ import (
 // time or creation time is filled in (new UUIDv7; pending, or skipped when sub is not
 // accepted; sub's creation time); the caller's values are not modified.
 func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error) {
-	if sub == nil || sub.ID == uuid.Nil {
-		return outbox.AcceptResult{}, errors.New("accept submission: missing submission id")
-	}
-	created := orNow(sub.CreatedAt)
-	data, err := json.Marshal(sub.Data)
+	p, err := prepareAccept(sub)
 	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
+		return outbox.AcceptResult{}, err
 	}
-	if sub.Data == nil {
-		data = []byte("{}")
-	}
-	meta, err := json.Marshal(sub.Meta)
-	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
-	}
-	event, err := json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)})
-	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
-	}
-	var key sql.NullString
-	if sub.IdempotencyKey != "" {
-		key = sql.NullString{String: sub.IdempotencyKey, Valid: true}
-	}
-
-	res := outbox.AcceptResult{ID: sub.ID, Status: sub.Status}
+	var res outbox.AcceptResult
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		// The single writer connection serializes Accepts, so looking first is race-free.
-		var id, status string
-		err := tx.QueryRowContext(ctx, `SELECT id, status FROM submissions
-			WHERE id = ? OR (form = ? AND idempotency_key = ?)
-			ORDER BY id = ? LIMIT 1`, sub.ID.String(), sub.Form, key, sub.ID.String()).Scan(&id, &status)
-		switch {
-		case err == nil:
-			orig, err := uuid.Parse(id)
-			if err != nil {
-				return err
-			}
-			res = outbox.AcceptResult{ID: orig, Status: outbox.SubmissionStatus(status), Duplicate: true}
-			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("look up duplicate: %w", err)
-		}
-
-		if _, err := tx.ExecContext(ctx, `INSERT INTO submissions (`+submissionColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sub.ID.String(), sub.Form, string(sub.Status), sub.Reason, string(data), string(meta),
-			key, sub.ContentHash, sub.Test, micros(created)); err != nil {
-			return fmt.Errorf("insert submission: %w", err)
-		}
-		for i := range deliveries {
-			d := plannedDelivery(sub, deliveries[i], created)
-			payload := string(d.Payload)
-			if len(d.Payload) == 0 {
-				payload = "{}"
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (`+deliveryColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				d.ID.String(), sub.ID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status),
-				d.Attempts, d.MaxAttempts, micros(d.NextAttemptAt), d.LeaseOwner, d.LeaseToken,
-				nullMicros(d.LockedUntil), d.LastError, d.Provider, d.ProviderMessageID, payload,
-				micros(d.CreatedAt), micros(d.UpdatedAt), nullMicros(d.SentAt)); err != nil {
-				return fmt.Errorf("insert delivery %d (route %q): %w", i, d.Route, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, NULL, ?, ?)`,
-			outbox.EventSubmissionReceived, sub.ID.String(), string(event), micros(created)); err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		for _, ev := range sub.Events {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-				VALUES (?, ?, NULL, ?, ?)`,
-				ev.Kind, sub.ID.String(), eventJSON(ev.Data), micros(orTime(ev.At, created))); err != nil {
-				return fmt.Errorf("insert %s event: %w", ev.Kind, err)
-			}
-		}
-		return nil
+		var err error
+		res, err = acceptIn(ctx, tx, sub, deliveries, p)
+		return err
 	})
 	if err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: %w", sub.ID, err)
@@ -106,12 +38,94 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 	return res, nil
 }
 
-// eventJSON is an event's JSON data, "{}" when the caller gave none.
-func eventJSON(data []byte) string {
-	if len(data) == 0 {
-		return "{}"
+// preparedAccept is what Accept encodes before it touches the database.
+type preparedAccept struct {
+	created           time.Time
+	data, meta, event []byte
+	key               sql.NullString
+}
+
+func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
+	if sub == nil || sub.ID == uuid.Nil {
+		return preparedAccept{}, errors.New("accept submission: missing submission id")
 	}
-	return string(data)
+	p := preparedAccept{created: orNow(sub.CreatedAt)}
+	var err error
+	if p.data, err = json.Marshal(sub.Data); err != nil {
+		return p, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
+	}
+	if sub.Data == nil {
+		p.data = []byte("{}")
+	}
+	if p.meta, err = json.Marshal(sub.Meta); err != nil {
+		return p, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
+	}
+	if p.event, err = json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)}); err != nil {
+		return p, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
+	}
+	if sub.IdempotencyKey != "" {
+		p.key = sql.NullString{String: sub.IdempotencyKey, Valid: true}
+	}
+	return p, nil
+}
+
+// acceptIn is Accept's work inside the caller's write transaction.
+func acceptIn(ctx context.Context, tx *sql.Tx, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
+	created, key := p.created, p.key
+	// The single writer connection serializes Accepts, so looking first is race-free.
+	var id, status string
+	err := tx.QueryRowContext(ctx, `SELECT id, status FROM submissions
+		WHERE id = ? OR (form = ? AND idempotency_key = ?)
+		ORDER BY id = ? LIMIT 1`, sub.ID.String(), sub.Form, key, sub.ID.String()).Scan(&id, &status)
+	switch {
+	case err == nil:
+		orig, err := uuid.Parse(id)
+		if err != nil {
+			return outbox.AcceptResult{}, err
+		}
+		return outbox.AcceptResult{ID: orig, Status: outbox.SubmissionStatus(status), Duplicate: true}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return outbox.AcceptResult{}, fmt.Errorf("look up duplicate: %w", err)
+	}
+
+	if _, err := tx.ExecContext(ctx, `INSERT INTO submissions (`+submissionColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		sub.ID.String(), sub.Form, string(sub.Status), sub.Reason, string(p.data), string(p.meta),
+		key, sub.ContentHash, sub.Test, micros(created)); err != nil {
+		return outbox.AcceptResult{}, fmt.Errorf("insert submission: %w", err)
+	}
+	for i := range deliveries {
+		d := plannedDelivery(sub, deliveries[i], created)
+		payload := string(d.Payload)
+		if len(d.Payload) == 0 {
+			payload = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (`+deliveryColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID.String(), sub.ID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status),
+			d.Attempts, d.MaxAttempts, micros(d.NextAttemptAt), d.LeaseOwner, d.LeaseToken,
+			nullMicros(d.LockedUntil), d.LastError, d.Provider, d.ProviderMessageID, payload,
+			micros(d.CreatedAt), micros(d.UpdatedAt), nullMicros(d.SentAt)); err != nil {
+			return outbox.AcceptResult{}, fmt.Errorf("insert delivery %d (route %q): %w", i, d.Route, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
+		VALUES (?, ?, NULL, ?, ?)`,
+		outbox.EventSubmissionReceived, sub.ID.String(), string(p.event), micros(created)); err != nil {
+		return outbox.AcceptResult{}, fmt.Errorf("insert event: %w", err)
+	}
+	for _, ev := range sub.Events { // e.g. schema.drift, in the same transaction
+		data := string(ev.Data)
+		if data == "" {
+			data = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
+			VALUES (?, ?, NULL, ?, ?)`,
+			ev.Kind, sub.ID.String(), data, micros(orTime(ev.At, created))); err != nil {
+			return outbox.AcceptResult{}, fmt.Errorf("insert %s event: %w", ev.Kind, err)
+		}
+	}
+	return outbox.AcceptResult{ID: sub.ID, Status: sub.Status}, nil
 }
 
 // plannedDelivery fills what the caller may leave unset.

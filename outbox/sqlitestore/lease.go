@@ -39,11 +39,27 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 // earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
 // and c.Now.
 func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
+	if err := checkCompletion(c); err != nil {
+		return err
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error { return completeIn(ctx, tx, c) })
+	if err != nil {
+		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
+	}
+	return nil
+}
+
+func checkCompletion(c outbox.Completion) error {
 	switch c.Status {
 	case outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead:
+		return nil
 	default:
 		return fmt.Errorf("complete delivery %s: status %q is not sent, failed or dead", c.DeliveryID, c.Status)
 	}
+}
+
+// completeIn is Complete's work inside the caller's write transaction.
+func completeIn(ctx context.Context, tx *sql.Tx, c outbox.Completion) error {
 	now := orNow(c.Now)
 	next := c.NextAttemptAt
 	if next.IsZero() {
@@ -56,70 +72,64 @@ func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
 			eventData = json.RawMessage("{}")
 		}
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var (
-			subID    string
-			attempts int
-		)
-		err := tx.QueryRowContext(ctx, `UPDATE deliveries SET
-				status = ?1,
-				next_attempt_at = CASE WHEN ?1 = 'failed' THEN ?2 ELSE next_attempt_at END,
-				last_error = ?3,
-				provider = ?4,
-				provider_message_id = ?5,
-				lease_owner = '',
-				lease_token = '',
-				locked_until = NULL,
-				updated_at = ?6,
-				sent_at = CASE WHEN ?1 = 'sent' THEN ?6 ELSE sent_at END
-			WHERE id = ?7 AND status = 'sending' AND lease_token = ?8 AND lease_token <> ''
-			RETURNING submission_id, attempts`,
-			string(c.Status), micros(next), c.LastError, c.Provider, c.ProviderMessageID,
-			micros(now), c.DeliveryID.String(), c.LeaseToken).Scan(&subID, &attempts)
-		if errors.Is(err, sql.ErrNoRows) {
-			return outbox.ErrLeaseLost
-		}
-		if err != nil {
-			return fmt.Errorf("update delivery: %w", err)
-		}
-		a := c.Attempt
-		if a.Attempt <= 0 {
-			a.Attempt = attempts
-		}
-		var last int
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM delivery_attempts
-			WHERE delivery_id = ?`, c.DeliveryID.String()).Scan(&last); err != nil {
-			return fmt.Errorf("number attempt: %w", err)
-		}
-		a.Attempt = max(a.Attempt, last+1)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+attemptColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.DeliveryID.String(), a.Attempt, a.Provider, micros(orTime(a.StartedAt, now)),
-			micros(orTime(a.FinishedAt, now)), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
-			a.ProviderMessageID); err != nil {
-			return fmt.Errorf("insert attempt: %w", err)
-		}
-		if c.Event != nil {
-			e := *c.Event
-			if e.SubmissionID == uuid.Nil {
-				if e.SubmissionID, err = uuid.Parse(subID); err != nil {
-					return err
-				}
-			}
-			if e.DeliveryID == uuid.Nil {
-				e.DeliveryID = c.DeliveryID
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-				VALUES (?, ?, ?, ?, ?)`,
-				e.Kind, e.SubmissionID.String(), e.DeliveryID.String(), string(eventData),
-				micros(orTime(e.At, now))); err != nil {
-				return fmt.Errorf("insert event: %w", err)
-			}
-		}
-		return nil
-	})
+	var (
+		subID    string
+		attempts int
+	)
+	err := tx.QueryRowContext(ctx, `UPDATE deliveries SET
+			status = ?1,
+			next_attempt_at = CASE WHEN ?1 = 'failed' THEN ?2 ELSE next_attempt_at END,
+			last_error = ?3,
+			provider = ?4,
+			provider_message_id = ?5,
+			lease_owner = '',
+			lease_token = '',
+			locked_until = NULL,
+			updated_at = ?6,
+			sent_at = CASE WHEN ?1 = 'sent' THEN ?6 ELSE sent_at END
+		WHERE id = ?7 AND status = 'sending' AND lease_token = ?8 AND lease_token <> ''
+		RETURNING submission_id, attempts`,
+		string(c.Status), micros(next), c.LastError, c.Provider, c.ProviderMessageID,
+		micros(now), c.DeliveryID.String(), c.LeaseToken).Scan(&subID, &attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return outbox.ErrLeaseLost
+	}
 	if err != nil {
-		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
+		return fmt.Errorf("update delivery: %w", err)
+	}
+	a := c.Attempt
+	if a.Attempt <= 0 {
+		a.Attempt = attempts
+	}
+	var last int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM delivery_attempts
+		WHERE delivery_id = ?`, c.DeliveryID.String()).Scan(&last); err != nil {
+		return fmt.Errorf("number attempt: %w", err)
+	}
+	a.Attempt = max(a.Attempt, last+1)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+attemptColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.DeliveryID.String(), a.Attempt, a.Provider, micros(orTime(a.StartedAt, now)),
+		micros(orTime(a.FinishedAt, now)), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
+		a.ProviderMessageID); err != nil {
+		return fmt.Errorf("insert attempt: %w", err)
+	}
+	if c.Event != nil {
+		e := *c.Event
+		if e.SubmissionID == uuid.Nil {
+			if e.SubmissionID, err = uuid.Parse(subID); err != nil {
+				return err
+			}
+		}
+		if e.DeliveryID == uuid.Nil {
+			e.DeliveryID = c.DeliveryID
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
+			VALUES (?, ?, ?, ?, ?)`,
+			e.Kind, e.SubmissionID.String(), e.DeliveryID.String(), string(eventData),
+			micros(orTime(e.At, now))); err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,175 @@
+package formoutbox
+
+import (
+	"net/mail"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/formoutbox/caddy-form-outbox/intake"
+)
+
+// parseEmail reads the global `email` block:
+//
+//	email {
+//		from ADDRESS                       # "Name <addr@example.com>" or a bare address
+//		ses {                              # Amazon SES v2
+//			region REGION                  # default: AWS_REGION / shared config
+//			configuration_set NAME
+//			access_key_id ID               # both keys, or neither: the default AWS chain
+//			secret_access_key KEY          # {env.AWS_SECRET_ACCESS_KEY}
+//			endpoint URL                   # emulators and tests
+//			timeout DURATION               # one send; default 30s
+//		}
+//		resend {                           # Resend; with ses too, the failover after SES
+//			api_key KEY                    # {env.RESEND_API_KEY}
+//			endpoint URL                   # tests
+//			timeout DURATION
+//		}
+//		file DIR                           # development: write .eml files into DIR
+//	}
+//
+// Secrets accept placeholders, resolved at provision and never written back to the
+// config, so `caddy adapt` shows the placeholder and not the key.
+func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	ec := new(EmailConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "from":
+			var from string
+			if from, err = singleArg(d); err != nil {
+				return nil, err
+			}
+			if !isPlaceholder(from) {
+				if _, perr := mail.ParseAddress(from); perr != nil {
+					return nil, d.Errf("email from: %q is not an email address: %v", from, perr)
+				}
+			}
+			ec.From = from
+		case "file":
+			var dir string
+			dir, err = singleArg(d)
+			ec.File = &FileConfig{Dir: dir}
+		case "ses":
+			ec.SES, err = parseSES(d)
+		case "resend":
+			ec.Resend, err = parseResend(d)
+		default:
+			err = d.Errf("email: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ec.File != nil && (ec.SES != nil || ec.Resend != nil) {
+		return nil, d.Errf("email: file is for development and cannot be combined with ses or resend")
+	}
+	return ec, nil
+}
+
+func parseSES(d *caddyfile.Dispenser) (*SESConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := new(SESConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "region":
+			c.Region, err = singleArg(d)
+		case "configuration_set":
+			c.ConfigurationSet, err = singleArg(d)
+		case "access_key_id":
+			c.AccessKeyID, err = singleArg(d)
+		case "secret_access_key":
+			c.SecretAccessKey, err = singleArg(d)
+		case "endpoint":
+			c.Endpoint, err = endpointArg(d)
+		case "timeout":
+			c.Timeout, err = durationArg(d)
+		default:
+			err = d.Errf("email ses: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
+		return nil, d.Errf("email ses: access_key_id and secret_access_key go together (or leave both out for the default AWS credential chain)")
+	}
+	return c, nil
+}
+
+func parseResend(d *caddyfile.Dispenser) (*ResendConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := new(ResendConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "api_key":
+			c.APIKey, err = singleArg(d)
+		case "endpoint":
+			c.Endpoint, err = endpointArg(d)
+		case "timeout":
+			c.Timeout, err = durationArg(d)
+		default:
+			err = d.Errf("email resend: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.APIKey == "" {
+		return nil, d.Errf("email resend: api_key is required (e.g. api_key {env.RESEND_API_KEY})")
+	}
+	return c, nil
+}
+
+// endpointArg reads an http(s) URL, or a placeholder resolved at provision.
+func endpointArg(d *caddyfile.Dispenser) (string, error) {
+	opt := d.Val()
+	s, err := singleArg(d)
+	if err != nil {
+		return "", err
+	}
+	if !isPlaceholder(s) {
+		if err := checkWebhookURL(s); err != nil {
+			return "", d.Errf("%s: %v", opt, err)
+		}
+	}
+	return s, nil
+}
+
+func isPlaceholder(s string) bool { return strings.Contains(s, "{") }
+
+// parseWebhookHeader reads `header NAME VALUE` inside `notify webhook URL { }`.
+func parseWebhookHeader(d *caddyfile.Dispenser, r *intake.Route) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	name := d.Val()
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	value := d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if err := checkWebhookHeader(name, value); err != nil {
+		return d.Errf("notify webhook: %v", err)
+	}
+	if r.Headers == nil {
+		r.Headers = map[string]string{}
+	}
+	if _, dup := r.Headers[name]; dup {
+		return d.Errf("notify webhook: header %s given twice", name)
+	}
+	r.Headers[name] = value
+	return nil
+}

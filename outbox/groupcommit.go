@@ -1,0 +1,133 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AcceptItem is one submission with its deliveries, as Store.Accept takes them.
+type AcceptItem struct {
+	Submission *Submission
+	Deliveries []Delivery
+}
+
+// AcceptOutcome is what Store.Accept would have returned for one AcceptItem.
+type AcceptOutcome struct {
+	Result AcceptResult
+	Err    error
+}
+
+// BatchAccepter is implemented by stores that can commit many Accepts in one transaction.
+//
+// AcceptBatch returns one outcome per item, in order. Each item keeps Store.Accept's
+// semantics (duplicates by (form, idempotency key) or id, including duplicates of an
+// earlier item of the same batch), and an item that cannot be written (a constraint, bad
+// data) gets its own error without failing the others. Items with a nil Err were all
+// committed when AcceptBatch returns; if the transaction itself fails (the commit, the
+// connection, ctx), every item gets an error and none was written.
+type BatchAccepter interface {
+	AcceptBatch(ctx context.Context, items []AcceptItem) []AcceptOutcome
+}
+
+// Group commit defaults: one PostgreSQL or SQLite commit costs a disk flush, so sharing it
+// between up to 64 submissions multiplies intake past the per-commit limit; the linger is
+// short enough to stay invisible next to an HTTP round trip.
+const (
+	DefaultGroupCommitMax      = 64
+	DefaultGroupCommitLinger   = 2 * time.Millisecond
+	DefaultGroupCommitFlushers = 2
+	DefaultGroupCommitTimeout  = 10 * time.Second
+)
+
+// GroupCommitter puts concurrent Accepts into shared transactions (group commit). Every
+// caller is answered only after the transaction holding its submission committed, with
+// its own result: its id, or the original's id for a duplicate, or its own error. Stores
+// that do not implement BatchAccepter get plain Accept calls. The zero value is ready to
+// use, with the defaults above.
+type GroupCommitter struct {
+	// MaxBatch, Linger, Flushers and Timeout override the defaults when positive. Timeout
+	// bounds one shared transaction, independently of any one caller's context.
+	MaxBatch int
+	Linger   time.Duration
+	Flushers int
+	Timeout  time.Duration
+
+	b batcher[AcceptItem, AcceptOutcome]
+}
+
+// Accept stores sub and deliveries through s, sharing a transaction with concurrent calls
+// when s is a BatchAccepter. If ctx ends before the shared commit answered, Accept returns
+// ctx's error while the write may still commit: the submission's id makes a later retry
+// (or spool replay) of it a duplicate, never a second copy.
+func (g *GroupCommitter) Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+	ba, ok := s.(BatchAccepter)
+	if !ok {
+		return s.Accept(ctx, sub, deliveries)
+	}
+	out, err := g.b.do(ctx, AcceptItem{Submission: sub, Deliveries: deliveries}, g.limits(), func(items []AcceptItem) []AcceptOutcome {
+		fctx, cancel := context.WithTimeout(context.Background(), orDuration(g.Timeout, DefaultGroupCommitTimeout))
+		defer cancel()
+		res := ba.AcceptBatch(fctx, items)
+		if n := len(res); n != len(items) {
+			res = make([]AcceptOutcome, len(items))
+			for i := range res {
+				res[i].Err = fmt.Errorf("accept batch: store answered %d outcomes for %d items", n, len(items))
+			}
+		}
+		return res
+	})
+	if err != nil {
+		return AcceptResult{}, fmt.Errorf("group commit: %w", err)
+	}
+	return out.Result, out.Err
+}
+
+func (g *GroupCommitter) limits() batchLimits {
+	return batchLimits{
+		max:      orInt(g.MaxBatch, DefaultGroupCommitMax),
+		linger:   orDuration(g.Linger, DefaultGroupCommitLinger),
+		flushers: orInt(g.Flushers, DefaultGroupCommitFlushers),
+	}
+}
+
+type beforeCommitKey struct{}
+
+// WithBeforeCommit returns a context under which a store's AcceptBatch and CompleteBatch
+// call fn just before COMMIT; an error from fn rolls the whole transaction back and is
+// every member's error. It is a fault-injection point for tests and benchmarks (a commit
+// that fails after all rows were written); production code never sets it.
+func WithBeforeCommit(ctx context.Context, fn func() error) context.Context {
+	return context.WithValue(ctx, beforeCommitKey{}, fn)
+}
+
+// BeforeCommit runs the hook set by WithBeforeCommit, if any. Stores call it.
+func BeforeCommit(ctx context.Context) error {
+	fn, _ := ctx.Value(beforeCommitKey{}).(func() error)
+	if fn == nil {
+		return nil
+	}
+	if err := fn(); err != nil {
+		return fmt.Errorf("before commit: %w", err)
+	}
+	return nil
+}
+
+// ErrBatchMemberFailed is wrapped into the error of every member of a shared transaction
+// that failed as a whole, so a caller can tell it from a problem with its own row.
+var ErrBatchMemberFailed = errors.New("outbox: shared transaction failed")
+
+func orInt(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func orDuration(v, def time.Duration) time.Duration {
+	if v > 0 {
+		return v
+	}
+	return def
+}

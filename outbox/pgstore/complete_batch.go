@@ -1,0 +1,135 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// completeOneSQL is Complete in one statement, so a batch of them pipelines in a single
+// round trip. The fenced UPDATE returns nothing when the lease is gone, and then the
+// attempt and the event, which are inserted only from its row, are not written either.
+// The attempt number is raised past the history as Complete does; the UPDATE holds the
+// delivery's row lock, so no other writer numbers an attempt of it meanwhile.
+const completeOneSQL = `
+WITH u AS (
+	UPDATE deliveries SET
+		status = $1,
+		next_attempt_at = CASE WHEN $1 = 'failed' THEN $2 ELSE next_attempt_at END,
+		last_error = $3,
+		provider = $4,
+		provider_message_id = $5,
+		lease_owner = '',
+		lease_token = '',
+		locked_until = NULL,
+		updated_at = $6,
+		sent_at = CASE WHEN $1 = 'sent' THEN $6 ELSE sent_at END
+	WHERE id = $7 AND status = 'sending' AND lease_token = $8 AND lease_token <> ''
+	RETURNING id, submission_id, attempts
+), a AS (
+	INSERT INTO delivery_attempts (` + attemptColumns + `)
+	SELECT u.id,
+		GREATEST(CASE WHEN $9::int > 0 THEN $9::int ELSE u.attempts END,
+			COALESCE((SELECT MAX(x.attempt) FROM delivery_attempts x WHERE x.delivery_id = u.id), 0) + 1),
+		$10, $11, $12, $13, $14, $15, $16, $17
+	FROM u
+), e AS (
+	INSERT INTO events (kind, submission_id, delivery_id, data, at)
+	SELECT $18, COALESCE($19::uuid, u.submission_id), COALESCE($20::uuid, u.id), $21, $22
+	FROM u WHERE $18 <> ''
+)
+SELECT submission_id FROM u`
+
+// CompleteBatch records many completions in one transaction, pipelined in one round trip,
+// each fenced by its own lease token: a stale lease gets outbox.ErrLeaseLost and writes
+// nothing, the others are recorded. A completion failing with a data or constraint error
+// is set aside with its own error and the rest rerun. See outbox.BatchCompleter.
+func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []error {
+	errs := make([]error, len(cs))
+	var live []int
+	for i, c := range cs {
+		switch c.Status {
+		case outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead:
+			live = append(live, i)
+		default:
+			errs[i] = fmt.Errorf("complete delivery %s: status %q is not sent, failed or dead", c.DeliveryID, c.Status)
+		}
+	}
+	// One row-lock order for every batch: concurrent batches cannot deadlock.
+	sort.Slice(live, func(x, y int) bool { return cs[live[x]].DeliveryID.String() < cs[live[y]].DeliveryID.String() })
+
+	isolate(live, func(live []int) (int, error) { return s.completeRun(ctx, cs, live, errs) },
+		func(i int, err error) { errs[i] = fmt.Errorf("complete delivery %s: %w", cs[i].DeliveryID, err) },
+		func(i int, err error) {
+			errs[i] = fmt.Errorf("complete delivery %s: %w: %w", cs[i].DeliveryID, outbox.ErrBatchMemberFailed, err)
+		})
+	return errs
+}
+
+// completeRun runs one transaction over the live completions (see isolate).
+func (s *Store) completeRun(ctx context.Context, cs []outbox.Completion, live []int, errs []error) (int, error) {
+	bad := -1
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		bad, err = pipeline(ctx, tx, completeOneSQL, live, func(i int) []any { return completeArgs(cs[i]) }, func(i int, row pgx.Row) error {
+			var subID uuid.UUID
+			switch err := row.Scan(&subID); {
+			case err == nil:
+				errs[i] = nil
+			case isNoRows(err):
+				errs[i] = fmt.Errorf("complete delivery %s: %w", cs[i].DeliveryID, outbox.ErrLeaseLost)
+			default:
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return outbox.BeforeCommit(ctx)
+	})
+	return bad, err
+}
+
+func completeArgs(c outbox.Completion) []any {
+	now := orNow(c.Now)
+	next := c.NextAttemptAt
+	if next.IsZero() {
+		next = now
+	}
+	a := c.Attempt
+	var (
+		kind, data   string
+		at           = now
+		esub, edeliv any
+	)
+	if e := c.Event; e != nil {
+		kind, at = e.Kind, orTime(e.At, now)
+		data = string(e.Data)
+		if len(e.Data) == 0 {
+			data = string(json.RawMessage("{}"))
+		}
+		if e.SubmissionID != uuid.Nil {
+			esub = e.SubmissionID
+		}
+		if e.DeliveryID != uuid.Nil {
+			edeliv = e.DeliveryID
+		}
+	} else {
+		data = "{}"
+	}
+	return []any{
+		string(c.Status), next, c.LastError, c.Provider, c.ProviderMessageID, now, c.DeliveryID, c.LeaseToken,
+		a.Attempt, a.Provider, orTime(a.StartedAt, now), orTime(a.FinishedAt, now), string(a.Outcome),
+		a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID,
+		kind, esub, edeliv, data, at,
+	}
+}
+
+var _ outbox.BatchCompleter = (*Store)(nil)

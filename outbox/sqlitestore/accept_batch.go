@@ -1,0 +1,78 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// AcceptBatch accepts every item in one write transaction (group commit): one fsync for
+// the lot. Each item runs inside its own SAVEPOINT, so an item that fails is rolled back
+// alone and gets its own error; duplicates, including of an earlier item of the batch,
+// are found exactly as Accept finds them. See outbox.BatchAccepter.
+func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
+	out := make([]outbox.AcceptOutcome, len(items))
+	prepared := make([]preparedAccept, len(items))
+	for i, it := range items {
+		prepared[i], out[i].Err = prepareAccept(it.Submission)
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		for i, it := range items {
+			if out[i].Err != nil {
+				continue
+			}
+			err := inSavepoint(ctx, tx, func() error {
+				var err error
+				out[i].Result, err = acceptIn(ctx, tx, it.Submission, it.Deliveries, prepared[i])
+				return err
+			})
+			var sp errSavepoint
+			if err != nil && (ctx.Err() != nil || errors.As(err, &sp)) {
+				return err
+			}
+			if err != nil {
+				out[i].Err = fmt.Errorf("accept submission %s: %w", it.Submission.ID, err)
+			}
+		}
+		return outbox.BeforeCommit(ctx)
+	})
+	if err != nil {
+		for i, it := range items {
+			if out[i].Err == nil {
+				out[i] = outbox.AcceptOutcome{Err: fmt.Errorf("accept submission %s: %w: %w", it.Submission.ID, outbox.ErrBatchMemberFailed, err)}
+			}
+		}
+	}
+	return out
+}
+
+// errSavepoint marks a failure of the savepoint machinery itself, after which the
+// transaction cannot be trusted and fails as a whole.
+type errSavepoint struct{ err error }
+
+func (e errSavepoint) Error() string { return "savepoint: " + e.err.Error() }
+func (e errSavepoint) Unwrap() error { return e.err }
+
+// inSavepoint runs fn inside a savepoint, rolled back to if fn fails. An error fn returns
+// comes back as is (the transaction is still usable); a failing savepoint statement comes
+// back as errSavepoint.
+func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_item`); err != nil {
+		return errSavepoint{err}
+	}
+	ferr := fn()
+	if ferr != nil {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO batch_item`); err != nil {
+			return errSavepoint{err}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE batch_item`); err != nil {
+		return errSavepoint{err}
+	}
+	return ferr
+}
+
+var _ outbox.BatchAccepter = (*Store)(nil)

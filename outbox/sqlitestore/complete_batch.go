@@ -1,0 +1,46 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// CompleteBatch records many completions in one write transaction. Each runs inside its
+// own SAVEPOINT with Complete's fencing, so a stale lease (outbox.ErrLeaseLost) or a bad
+// row is rolled back alone. See outbox.BatchCompleter.
+func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []error {
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		errs[i] = checkCompletion(c)
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		for i, c := range cs {
+			if errs[i] != nil {
+				continue
+			}
+			err := inSavepoint(ctx, tx, func() error { return completeIn(ctx, tx, c) })
+			var sp errSavepoint
+			if err != nil && (ctx.Err() != nil || errors.As(err, &sp)) {
+				return err
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
+			}
+		}
+		return outbox.BeforeCommit(ctx)
+	})
+	if err != nil {
+		for i, c := range cs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("complete delivery %s: %w: %w", c.DeliveryID, outbox.ErrBatchMemberFailed, err)
+			}
+		}
+	}
+	return errs
+}
+
+var _ outbox.BatchCompleter = (*Store)(nil)

@@ -1,0 +1,176 @@
+package formoutbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
+)
+
+// Spool modes (DESIGN section 7), the value of `spool DIR | off | always`.
+const (
+	// SpoolOff: a store failure is a 503; nothing is written locally.
+	SpoolOff = "off"
+	// SpoolAlways: write-ahead; every submission is fsynced to the spool before the
+	// store, and the replayer later finds it stored (a no-op) or stores it.
+	SpoolAlways = "always"
+)
+
+// SpoolConfig is the JSON twin of `spool DIR | off | always [DIR]`.
+type SpoolConfig struct {
+	// Dir holds the segment files. Default: <Caddy data dir>/form_outbox/spool.
+	Dir string `json:"dir,omitempty"`
+	// Mode is "" (fallback: spool only when the store fails or is too slow), "always"
+	// or "off".
+	Mode string `json:"mode,omitempty"`
+}
+
+var errSpoolOff = errors.New("the spool is off")
+
+// spools shares one open spool per directory across config reloads, so two Apps never
+// append to one directory through two handles.
+var spools = caddy.NewUsagePool()
+
+type pooledSpool struct{ *spool.Spool }
+
+func (p pooledSpool) Destruct() error { return p.Spool.Close() }
+
+// provisionSpool opens (or shares) the spool unless it is off.
+func (a *App) provisionSpool() error {
+	var sc SpoolConfig
+	if a.Spool != nil {
+		sc = *a.Spool
+	}
+	switch sc.Mode {
+	case "", SpoolAlways:
+	case SpoolOff:
+		return nil
+	default:
+		return fmt.Errorf("spool: unknown mode %q (want off or always)", sc.Mode)
+	}
+	a.spoolMode = sc.Mode
+	dir := caddy.NewReplacer().ReplaceKnown(sc.Dir, "")
+	if dir == "" {
+		dir = filepath.Join(caddy.AppDataDir(), AppName, "spool")
+	}
+	abs, err := caddy.FastAbs(dir)
+	if err != nil {
+		return fmt.Errorf("spool dir %q: %w", dir, err)
+	}
+	val, _, err := spools.LoadOrNew(abs, func() (caddy.Destructor, error) {
+		s, err := spool.Open(abs, spool.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return pooledSpool{s}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	a.spool, a.spoolKey = val.(pooledSpool).Spool, abs
+	a.replayer = &spool.Replayer{
+		Spool:  a.spool,
+		Store:  a.store,
+		Logger: a.logger.Named("spool"),
+		OnReplay: func(rep spool.Report, err error) {
+			if rep.Stored > 0 {
+				a.worker.Broadcast(context.Background())
+			}
+		},
+	}
+	a.registerSpoolMetric()
+	return nil
+}
+
+// registerSpoolMetric exports the spool's depth. Each config has its own registry; a
+// reload registers the new App's gauge in the new one.
+func (a *App) registerSpoolMetric() {
+	reg := a.ctx.GetMetricsRegistry()
+	if reg == nil {
+		return
+	}
+	s := a.spool
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "form_outbox_spool_entries",
+		Help: "Submissions spooled on local disk and not yet stored in the database.",
+	}, func() float64 { return float64(s.Stats().Entries) })
+	if err := reg.Register(g); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			a.logger.Warn("register spool metric", zap.Error(err))
+		}
+	}
+}
+
+// releaseSpool gives back this App's reference (Cleanup; also after a failed Provision).
+func (a *App) releaseSpool() error {
+	if a.spoolKey == "" {
+		return nil
+	}
+	key := a.spoolKey
+	a.spoolKey = ""
+	_, err := spools.Delete(key)
+	return err
+}
+
+// SpoolStats is the spool's depth for health checks (zero when the spool is off).
+func (a *App) SpoolStats() (entries int, oldestAgeSeconds float64, on bool) {
+	if a.spool == nil {
+		return 0, 0, false
+	}
+	return a.spool.Stats().Entries, a.spool.OldestAge().Seconds(), true
+}
+
+// ReplaySpool runs one replay pass now (admin API).
+func (a *App) ReplaySpool(ctx context.Context) (spool.Report, error) {
+	if a.replayer == nil {
+		return spool.Report{}, errSpoolOff
+	}
+	return a.replayer.ReplayNow(ctx)
+}
+
+// acceptOrSpool stores res, falling back to the spool, as DESIGN section 7 says: the
+// visitor hears success only once the submission is committed to the database or fsynced
+// to the spool; if neither took it, the error (a 503) goes back.
+func (a *App) acceptOrSpool(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
+	queued := outbox.AcceptResult{ID: res.Submission.ID, Status: intake.StatusQueued}
+	entry := spool.Entry{Submission: *res.Submission, Deliveries: res.Deliveries}
+	spooled := false
+	if a.spool != nil && a.spoolMode == SpoolAlways {
+		if err := a.spool.Append(entry); err != nil {
+			a.logger.Error("spool ahead of the store", zap.String("id", res.Submission.ID.String()), zap.Error(err))
+		} else {
+			spooled = true
+		}
+	}
+	stored, err := a.storeAccept(ctx, res)
+	if err == nil {
+		if a.replayer != nil && !spooled && a.spool.Stats().Entries > 0 {
+			// The store answers again: drain what waited for it.
+			a.replayer.Wake()
+		}
+		return stored, nil
+	}
+	if spooled {
+		a.logger.Warn("store failed; submission is safe in the spool",
+			zap.String("id", res.Submission.ID.String()), zap.Error(err))
+		return queued, nil
+	}
+	if a.spool == nil {
+		return stored, err
+	}
+	if serr := a.spool.Append(entry); serr != nil {
+		return outbox.AcceptResult{}, errors.Join(err, serr)
+	}
+	a.logger.Warn("store failed; submission spooled",
+		zap.String("id", res.Submission.ID.String()), zap.Error(err))
+	return queued, nil
+}
