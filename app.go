@@ -45,6 +45,7 @@ type App struct {
 	storage   StorageConfig // resolved
 	storeKey  string        // set once the store pool holds a reference for this App
 	store     outbox.Store
+	group     outbox.GroupCommitter // shares intake commits between concurrent requests
 	worker    *outbox.Worker
 	ipHashKey []byte
 	from      string
@@ -273,7 +274,7 @@ func (a *App) Cleanup() error {
 func (a *App) Accept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAcceptTimeout)
 	defer cancel()
-	stored, err := a.store.Accept(sctx, res.Submission, res.Deliveries)
+	stored, err := a.group.Accept(sctx, a.store, res.Submission, res.Deliveries)
 	if err != nil {
 		return stored, fmt.Errorf("accept submission %s: %w", res.Submission.ID, err)
 	}
