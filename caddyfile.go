@@ -194,11 +194,13 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //
 //	form_outbox [<matcher>] {
 //		form NAME                              # default: the matcher's path, e.g. /contact -> contact
-//		field NAME [required] [max_length N] [email]
+//		field NAME [required] [max_length N] [min_length N] [email] [url] [number] [one_of A|B|C] [pattern REGEX]
 //		honeypot NAME                          # default _gotcha
 //		redirect URL                           # default: a built-in thank-you page
 //		max_body SIZE                          # e.g. 256KB, 1MiB; default 256KiB
-//		mode enforce|monitor                   # default enforce: violations are quarantined
+//		schema enforce|monitor                 # default enforce: violations are quarantined; alias: mode
+//		(defences: allowed_origins, rate_limit, turnstile|hcaptcha|recaptcha, client_ip,
+//		 max_unknown_fields, max_unknown_length, dedupe; see unmarshalDefence)
 //		notify email ADDRESS... {
 //			subject TEMPLATE                   # {field.NAME} is replaced by that field
 //		}
@@ -291,7 +293,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			r, err = parseNotify(d)
 			h.Routes = append(h.Routes, r)
 		default:
-			err = d.Errf("unknown subdirective %q", opt)
+			var ok bool
+			if ok, err = h.unmarshalDefence(d, opt); !ok {
+				err = d.Errf("unknown subdirective %q", opt)
+			}
 		}
 		if err != nil {
 			return err
@@ -320,7 +325,11 @@ func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
 			f.MaxLength = n
 			continue
 		default:
-			return f, d.Errf("field %s: unknown option %q (want required, max_length N or email)", f.Name, opt)
+			if ok, err := parseFieldCheck(d, &f, opt); !ok {
+				return f, d.Errf("field %s: unknown option %q (want required, max_length N, min_length N, email, url, number, one_of A|B or pattern REGEX)", f.Name, opt)
+			} else if err != nil {
+				return f, err
+			}
 		}
 	}
 	return f, nil

@@ -49,6 +49,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	for i := range h.Routes {
 		h.Routes[i].Secret = repl.ReplaceKnown(h.Routes[i].Secret, "")
 	}
+	if h.Captcha != nil {
+		h.Captcha.Secret = repl.ReplaceKnown(h.Captcha.Secret, "")
+	}
 	if err := h.Config.Provision(); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
@@ -70,24 +73,27 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// caddyClientIP is Caddy's client address, which honours trusted_proxies.
+// caddyClientIP is Caddy's client address, which honours trusted_proxies: a spoofed
+// X-Forwarded-For from a peer outside trusted_proxies is ignored, so rate limits and the
+// stored client hash follow the real peer.
 func caddyClientIP(r *http.Request) string {
 	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	return ip
 }
 
-// ServeHTTP handles POST; OPTIONS gets an empty answer (CORS comes later); every other
-// method goes to the next handler, so a GET of the form's own path can serve the page.
+// ServeHTTP handles POST; OPTIONS is the CORS preflight; every other method goes to the
+// next handler, so a GET of the form's own path can serve the page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodOptions:
-		w.WriteHeader(http.StatusNoContent)
+		h.Preflight(w, r)
 		return nil
 	default:
 		return next.ServeHTTP(w, r)
 	}
 
+	h.SetCORSHeaders(w, r)
 	res, err := h.Parse(r, time.Now())
 	if err != nil {
 		var re *intake.RequestError
@@ -95,6 +101,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			h.logger.Error("parse submission", zap.String("form", h.Form), zap.Error(err))
 		}
 		h.WriteError(w, r, err)
+		return nil
+	}
+	if res.CaptchaError != nil {
+		h.logger.Warn("captcha verifier unavailable; submission quarantined",
+			zap.String("form", h.Form), zap.String("id", res.Submission.ID.String()), zap.Error(res.CaptchaError))
+	}
+	if res.Stored != nil { // a double post, or over the rate limit and its storage quota
+		h.WriteAnswer(w, r, res, *res.Stored)
 		return nil
 	}
 	stored, err := h.app.Accept(r.Context(), res)
@@ -109,6 +123,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		zap.String("id", stored.ID.String()),
 		zap.String("status", string(stored.Status)),
 		zap.Bool("duplicate", stored.Duplicate))
+	h.Remember(res, stored)
 	h.WriteAnswer(w, r, res, stored)
 	return nil
 }

@@ -3,9 +3,12 @@ package intake
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/google/uuid"
@@ -34,6 +37,7 @@ type answer struct {
 //   - A schema violation (quarantined/schema_violation, enforce mode) is answered 422 with
 //     the per-field messages: JSON {"ok":false,"id","status":"quarantined","errors":[...]}
 //     or a small HTML page listing them. A duplicate of such a post gets 422 again.
+//   - A rate-limited post gets 429 with Retry-After (see writeRateLimited).
 //   - Everything else is answered as a success: JSON {"ok":true,"id","status"} with 200, or
 //     for HTML posts 303 See Other to `_next` (if safe) or Config.Redirect, or a built-in
 //     thank-you page with 200. Spam and other quarantine reasons report "accepted", never
@@ -51,6 +55,10 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 	w.Header().Set("Cache-Control", "no-store")
 
 	sub := res.Submission
+	if sub.Reason == outbox.ReasonRateLimited {
+		c.writeRateLimited(w, res, stored)
+		return
+	}
 	if sub.Status == outbox.SubmissionQuarantined && sub.Reason == outbox.ReasonSchemaViolation &&
 		(status == outbox.SubmissionQuarantined || status == StatusQueued) {
 		if res.WantsJSON {
@@ -82,6 +90,27 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 		return
 	}
 	writeHTML(w, http.StatusOK, thanksPage, nil)
+}
+
+// writeRateLimited answers a post over the rate limit: 429 with Retry-After in seconds.
+// A stored one (quarantined/rate_limited, kept for review) reports its id; one past the
+// form's storage quota was not stored and has none.
+func (c *Config) writeRateLimited(w http.ResponseWriter, res *Result, stored outbox.AcceptResult) {
+	secs := int(res.RetryAfter / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	msg := fmt.Sprintf("too many submissions from your address; please try again in %d seconds", max(secs, 1))
+	if res.WantsJSON {
+		a := answer{Error: msg}
+		if stored.ID != uuid.Nil {
+			a.ID, a.Status = stored.ID.String(), string(outbox.SubmissionQuarantined)
+		}
+		writeJSON(w, http.StatusTooManyRequests, a)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(msg + "\n"))
 }
 
 // WriteError answers a request that did not become a submission. A *RequestError gets its

@@ -15,12 +15,15 @@
 //     bot cannot learn what gave it away. A duplicate answers with the original
 //     submission's id (and 422 again for a schema violation), and JSON answers carry
 //     "duplicate":true so a retrying client knows its first post got through.
-//   - `_next` is followed only when it is a path on the same site ("/thanks"), never a
-//     URL, so the form cannot serve as an open redirect.
+//   - `_next` is followed only when it is a path on the same site ("/thanks") or a URL on
+//     the same host or an allowed origin, so the form cannot serve as an open redirect.
+//   - The intake defences (allowed origins, rate limit, captcha, dedupe) are described
+//     in defences.go and the README's "Defences" section.
 package intake
 
 import (
 	"net/http"
+	"regexp"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -33,15 +36,22 @@ const (
 	DefaultMaxFieldLen     = 10000
 	DefaultEmailAttempts   = 8
 	DefaultWebhookAttempts = 10
+	DefaultMaxUnknown      = 20
+	DefaultMaxUnknownLen   = 2000
 
 	// MaxIdempotencyKeyLength bounds the key a client may send (header or field).
 	MaxIdempotencyKeyLength = 200
 	// MaxFieldNameLength bounds a field's name; names reach text bodies and templates.
 	MaxFieldNameLength = 200
 	// ModeEnforce stores submissions that break the field spec as quarantined and answers
-	// 422; ModeMonitor accepts them and only reports the violations (Result.Violations).
+	// 422; ModeMonitor accepts them and records a schema.drift event naming the fields.
 	ModeEnforce = "enforce"
 	ModeMonitor = "monitor"
+
+	// Client IP storage modes (Config.ClientIPMode).
+	ClientIPHash = "hash"
+	ClientIPFull = "full"
+	ClientIPOff  = "off"
 )
 
 // Config is one form's intake configuration: the `form_outbox` directive's options. The
@@ -63,8 +73,31 @@ type Config struct {
 	MaxFieldLength int `json:"max_field_length,omitempty"`
 	// Routes are the notifications planned for every submission.
 	Routes []Route `json:"notify,omitempty"`
-	// Mode is how the field spec is applied: "enforce" (default) or "monitor".
+	// Mode is how the field spec is applied: "enforce" (default) or "monitor"
+	// (Caddyfile `schema enforce|monitor`, or its alias `mode`).
 	Mode string `json:"mode,omitempty"`
+	// MaxUnknownFields and MaxUnknownLength cap the fields a post sends beyond the field
+	// spec (only when there is one): the first MaxUnknownFields are kept, each cut to
+	// MaxUnknownLength characters; the rest are dropped. Defaults 20 and 2000.
+	MaxUnknownFields int `json:"max_unknown_fields,omitempty"`
+	MaxUnknownLength int `json:"max_unknown_length,omitempty"`
+
+	// AllowedOrigins are the sites allowed to post ("https://example.com"), checked on
+	// the Origin header, else the Referer. Empty: every origin is allowed and no CORS
+	// grant is made.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+	// RateLimit limits posts per client; nil: no limit.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Captcha verifies a Turnstile, hCaptcha or reCAPTCHA token; nil: none.
+	Captcha *Captcha `json:"captcha,omitempty"`
+	// ClientIPMode is how the client address is stored: "hash" (default, a keyed
+	// HMAC), "full" (the address itself) or "off" (nothing).
+	ClientIPMode string `json:"client_ip,omitempty"`
+	// DedupeWindow is how long an identical post from the same client is answered with
+	// the first one's id instead of being stored again. Default 10s. DedupeOff turns
+	// this off (every post is stored).
+	DedupeWindow Duration `json:"dedupe_window,omitempty"`
+	DedupeOff    bool     `json:"dedupe_off,omitempty"`
 
 	// The fields below are set by the Caddy layer, never by the user's JSON.
 
@@ -79,14 +112,30 @@ type Config struct {
 	// their own MaxAttempts. Zero: DefaultEmailAttempts / DefaultWebhookAttempts.
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
+
+	limiter  *limiter     // nil without RateLimit
+	recent   *recentPosts // nil when dedupe is off
+	counters *Counters
 }
 
-// FieldSpec describes one expected field.
+// FieldSpec describes one expected field. Every check but Required applies only to a
+// non-empty value.
 type FieldSpec struct {
 	Name      string `json:"name"`
 	Required  bool   `json:"required,omitempty"`
+	MinLength int    `json:"min_length,omitempty"`
 	MaxLength int    `json:"max_length,omitempty"`
 	Email     bool   `json:"email,omitempty"`
+	// URL wants an absolute http(s) URL with a host (so never javascript: or data:).
+	URL bool `json:"url,omitempty"`
+	// Number wants a finite decimal number such as 42, -1.5 or 2e3.
+	Number bool `json:"number,omitempty"`
+	// OneOf lists the only values allowed (a select or radio group), compared exactly.
+	OneOf []string `json:"one_of,omitempty"`
+	// Pattern is a Go (RE2) regular expression the whole value must match.
+	Pattern string `json:"pattern,omitempty"`
+
+	pattern *regexp.Regexp
 }
 
 // Route is one `notify` line: a channel and its recipients (email addresses or one URL).

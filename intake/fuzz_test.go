@@ -14,8 +14,10 @@ import (
 
 // FuzzParse feeds arbitrary bodies under each content type. Whatever arrives, Parse must
 // not panic and must either make a well-formed submission or refuse with a 4xx: a 5xx
-// would tell the client to retry a request that can never succeed. Seeds live in
-// testdata/fuzz/FuzzParse.
+// would tell the client to retry a request that can never succeed; and it never accepts
+// a body past the limit. The defences are on (allowed origins, monitor-mode drift,
+// unknown-field caps, dedupe). Seeds live in testdata/fuzz/FuzzParse; `go test` runs
+// them every time and scripts/test fuzzes for a bounded time.
 func FuzzParse(f *testing.F) {
 	f.Add("application/x-www-form-urlencoded", []byte("name=Ada&email=ada%40example.com&message=Hi"), "")
 	f.Add("multipart/form-data; boundary=X", []byte("--X\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAda\r\n--X--\r\n"), "key-1")
@@ -24,9 +26,16 @@ func FuzzParse(f *testing.F) {
 	c.MaxBodyBytes = 8 << 10
 	c.MaxFields = 20
 	c.MaxFieldLength = 1000
+	c.AllowedOrigins = []string{"https://example.com"}
+	c.MaxUnknownFields = 5
+	c.MaxUnknownLength = 100
+	if err := c.Provision(); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, contentType string, body []byte, idemKey string) {
 		r := httptest.NewRequest(http.MethodPost, "/contact", bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
+		r.Header.Set("Origin", "https://example.com")
 		if idemKey != "" {
 			// Header values the client itself could never send are out of scope.
 			if strings.ContainsAny(idemKey, "\r\n\x00") {
@@ -43,7 +52,13 @@ func FuzzParse(f *testing.F) {
 			c.WriteError(httptest.NewRecorder(), r, err)
 			return
 		}
+		if int64(len(body)) > c.MaxBodyBytes {
+			t.Fatalf("accepted a body of %d bytes, limit %d", len(body), c.MaxBodyBytes)
+		}
 		sub := res.Submission
+		if res.Stored != nil {
+			return // a double post of an earlier input: answered with its id
+		}
 		if sub == nil || len(res.Deliveries) != 3 {
 			t.Fatalf("result without a submission or with %d deliveries", len(res.Deliveries))
 		}
@@ -56,6 +71,12 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("unnormalised field %q=%q", fl.Name, fl.Value)
 			}
 			seen[fl.Name] = true
+			if !c.inSpec(fl.Name) && utf8.RuneCountInString(fl.Value) > c.MaxUnknownLength {
+				t.Fatalf("unknown field %q over the cap", fl.Name)
+			}
+		}
+		if len(sub.Data) > len(c.Fields)+c.MaxUnknownFields {
+			t.Fatalf("%d fields stored past the unknown-field cap", len(sub.Data))
 		}
 		if utf8.RuneCountInString(sub.IdempotencyKey) > MaxIdempotencyKeyLength || hasControl(sub.IdempotencyKey) {
 			t.Fatalf("bad idempotency key %q", sub.IdempotencyKey)

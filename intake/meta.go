@@ -21,13 +21,21 @@ const (
 // meta records where a post came from without keeping the visitor's address: the
 // client IP is stored as a keyed hash, which lets an operator group a flood by client
 // but cannot be reversed by hashing the IPv4 space without the key.
-func (c *Config) meta(r *http.Request) outbox.Meta {
-	return outbox.Meta{
+// `client_ip full` keeps the address itself and `client_ip off` nothing.
+func (c *Config) meta(r *http.Request, ip string) outbox.Meta {
+	m := outbox.Meta{
 		Origin:    headerText(r.Header.Get("Origin"), maxURLHeaderLength),
 		Referer:   headerText(r.Header.Get("Referer"), maxURLHeaderLength),
 		UserAgent: headerText(r.Header.Get("User-Agent"), maxUserAgentLength),
-		ClientIP:  c.hashIP(c.clientIP(r)),
 	}
+	switch c.ClientIPMode {
+	case ClientIPFull:
+		m.ClientIP = headerText(ip, maxURLHeaderLength)
+	case ClientIPOff:
+	default:
+		m.ClientIP = c.hashIP(ip)
+	}
+	return m
 }
 
 // clientIP falls back to RemoteAddr when the hook knows nothing (e.g. a request that did

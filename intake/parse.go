@@ -17,9 +17,10 @@ import (
 // too many or too long fields, file uploads, nested JSON, a bad idempotency key. Any
 // other error (the system could not make an id) is not the client's fault: answer 503.
 //
-// Every other request becomes a submission with a status: spam when the honeypot is
-// filled, quarantined/schema_violation when the field spec is broken in enforce mode,
-// accepted otherwise. Config.Provision must have run.
+// Every other request becomes a submission with a status decided by the defences (see
+// screen): accepted, spam or quarantined with a reason. A double post or a rate-limited
+// post past the storage quota comes back with Result.Stored set and must not be stored.
+// Config.Provision must have run.
 func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
 	if r.Method != http.MethodPost {
 		return nil, &RequestError{Status: http.StatusMethodNotAllowed, Message: "forms are submitted with POST"}
@@ -36,29 +37,30 @@ func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	data, unknown := c.capUnknown(data)
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, fmt.Errorf("intake: submission id: %w", err)
 	}
+	ip := c.clientIP(r)
 	sub := &outbox.Submission{
 		ID:             id,
 		Form:           c.Form,
 		Status:         outbox.SubmissionAccepted,
 		Data:           data,
-		Meta:           c.meta(r),
+		Meta:           c.meta(r, ip),
 		IdempotencyKey: sp.idempotencyKey,
 		ContentHash:    contentHash(c.Form, data),
+		Test:           sp.test,
 		CreatedAt:      now,
 	}
 	res := &Result{Submission: sub, WantsJSON: isJSON || acceptsJSON(r), Next: sp.next}
-
-	// A filled honeypot decides the matter: a bot gets no validation feedback.
-	if sp.honeypot != "" {
-		sub.Status, sub.Reason = outbox.SubmissionSpam, outbox.ReasonHoneypot
-	} else if res.Violations = c.validate(data); len(res.Violations) > 0 && c.Mode == ModeEnforce {
-		sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation
+	if err := c.screen(r, res, sp, ip, unknown, now); err != nil {
+		return nil, err
 	}
-
+	if res.Stored != nil {
+		return res, nil // answered without storing: nothing to plan
+	}
 	if res.Deliveries, err = c.plan(sub, sp, replyTo(sp, data), now); err != nil {
 		return nil, fmt.Errorf("intake: %w", err)
 	}

@@ -54,6 +54,9 @@ func (c *Config) Provision() error {
 	if err := c.provisionFields(); err != nil {
 		return fmt.Errorf("intake: form %s: %w", c.Form, err)
 	}
+	if err := c.provisionDefences(); err != nil {
+		return fmt.Errorf("intake: form %s: %w", c.Form, err)
+	}
 	if err := c.provisionRoutes(); err != nil {
 		return fmt.Errorf("intake: form %s: %w", c.Form, err)
 	}

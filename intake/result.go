@@ -2,6 +2,7 @@ package intake
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -21,9 +22,21 @@ type Result struct {
 	Violations []Violation
 	// WantsJSON is true when the client sent Accept: application/json or a JSON body.
 	WantsJSON bool
-	// Next is the visitor's `_next` redirect when it is a safe same-origin path; it takes
-	// precedence over Config.Redirect for HTML answers.
+	// Next is the visitor's `_next` redirect when it is safe (a path on this site, or a
+	// URL on this host or an allowed origin); it takes precedence over Config.Redirect.
 	Next string
+	// RetryAfter is set for a rate-limited post: the answer is 429 with this wait.
+	RetryAfter time.Duration
+	// Stored, when set, means the post must NOT be stored: the caller answers with
+	// WriteAnswer(w, r, res, *Stored) at once. It is set for a double post (the first
+	// post's id and status, Duplicate set) and for a rate-limited post past the form's
+	// quota of stored rate_limited rows (a zero AcceptResult: nothing has an id).
+	Stored *outbox.AcceptResult
+	// CaptchaError says why the captcha verifier was unavailable (for the log: it holds
+	// neither the secret nor the token).
+	CaptchaError error
+
+	dedupeKey string
 }
 
 // Violation is one field that broke the field spec.

@@ -2,7 +2,7 @@ package intake
 
 import (
 	"net/http"
-	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -17,6 +17,7 @@ const (
 	fieldReplyTo        = "_replyto"
 	fieldSubject        = "_subject"
 	fieldNext           = "_next"
+	fieldTest           = "_test"
 
 	headerIdempotencyKey = "Idempotency-Key"
 
@@ -29,7 +30,9 @@ type specials struct {
 	idempotencyKey string
 	replyTo        string // as sent; validated later
 	subject        string // single line, bounded
-	next           string // safe same-origin path or empty
+	next           string // safe same-origin path or URL, or empty
+	test           bool   // _test: stored with the test flag
+	captcha        string // the configured captcha provider's token
 }
 
 // split separates the special fields (and the honeypot, whatever its name) from the
@@ -48,7 +51,13 @@ func (c *Config) split(fields outbox.Fields, r *http.Request) (outbox.Fields, sp
 		case f.Name == fieldSubject:
 			sp.subject = truncateRunes(singleLine(f.Value), maxSubjectLength)
 		case f.Name == fieldNext:
-			sp.next = safeNext(f.Value)
+			sp.next = c.safeNext(f.Value, r)
+		case f.Name == fieldTest:
+			sp.test = truthy(f.Value)
+		case slices.Contains(captchaFields, f.Name):
+			if c.Captcha != nil && f.Name == c.Captcha.field() {
+				sp.captcha = f.Value
+			}
 		case strings.HasPrefix(f.Name, "_"):
 		default:
 			data = append(data, f)
@@ -69,18 +78,13 @@ func (c *Config) split(fields outbox.Fields, r *http.Request) (outbox.Fields, sp
 	return data, sp, nil
 }
 
-// safeNext keeps `_next` only when it is a path on this site, so the form can never be
-// turned into an open redirect: "/thanks" yes; "//evil", "/\evil", "https://..." no.
-func safeNext(v string) string {
-	if len(v) < 1 || len(v) > 2000 || v[0] != '/' || strings.HasPrefix(v, "//") ||
-		strings.ContainsAny(v, "\\ ") || hasControl(v) {
-		return ""
+// truthy reads a checkbox-like flag: present and not "false", "0", "off" or "no".
+func truthy(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "false", "0", "off", "no":
+		return false
 	}
-	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
-		return ""
-	}
-	return v
+	return true
 }
 
 func truncateRunes(s string, n int) string {

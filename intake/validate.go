@@ -2,6 +2,12 @@ package intake
 
 import (
 	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -20,15 +26,69 @@ func (c *Config) validate(data outbox.Fields) []Violation {
 			}
 			continue
 		}
-		if spec.MaxLength > 0 && utf8.RuneCountInString(v) > spec.MaxLength {
-			out = append(out, Violation{
-				Field:   spec.Name,
-				Message: fmt.Sprintf("%s must be at most %d characters", spec.Name, spec.MaxLength),
-			})
+		fail := func(format string, args ...any) {
+			out = append(out, Violation{Field: spec.Name, Message: spec.Name + " " + fmt.Sprintf(format, args...)})
+		}
+		n := utf8.RuneCountInString(v)
+		if spec.MinLength > 0 && n < spec.MinLength {
+			fail("must be at least %d characters", spec.MinLength)
+		}
+		if spec.MaxLength > 0 && n > spec.MaxLength {
+			fail("must be at most %d characters", spec.MaxLength)
 		}
 		if spec.Email && !validEmail(v) {
-			out = append(out, Violation{Field: spec.Name, Message: spec.Name + " must be a valid email address"})
+			fail("must be a valid email address")
+		}
+		if spec.URL && !validURL(v) {
+			fail("must be a web address starting with http:// or https://")
+		}
+		if spec.Number && !validNumber(v) {
+			fail("must be a number")
+		}
+		if len(spec.OneOf) > 0 && !slices.Contains(spec.OneOf, v) {
+			fail("must be one of: %s", strings.Join(spec.OneOf, ", "))
+		}
+		if spec.pattern != nil && !spec.pattern.MatchString(v) {
+			fail("is not in the expected format")
 		}
 	}
 	return out
+}
+
+// validURL accepts absolute http(s) URLs with a host, which rules out javascript:,
+// data: and relative references that would be dangerous or meaningless as a link.
+func validURL(s string) bool {
+	if hasControl(s) || strings.ContainsAny(s, " \\") {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+func validNumber(s string) bool {
+	f, err := strconv.ParseFloat(s, 64)
+	// No hex floats or digit separators: what a person types in a number field.
+	return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && !strings.ContainsAny(s, "xX_")
+}
+
+// provisionFieldChecks compiles patterns (anchored to the whole value) and checks the
+// numbers of the field spec.
+func (c *Config) provisionFieldChecks() error {
+	for i := range c.Fields {
+		f := &c.Fields[i]
+		if f.MinLength < 0 {
+			return fmt.Errorf("field %q: min_length must not be negative", f.Name)
+		}
+		if f.MaxLength > 0 && f.MinLength > f.MaxLength {
+			return fmt.Errorf("field %q: min_length is above max_length", f.Name)
+		}
+		if f.Pattern != "" {
+			re, err := regexp.Compile(`^(?:` + f.Pattern + `)$`)
+			if err != nil {
+				return fmt.Errorf("field %q: pattern: %w", f.Name, err)
+			}
+			f.pattern = re
+		}
+	}
+	return nil
 }
