@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// spoolCaddyfile is one Caddy on a throwaway PostgreSQL with the default spool (under
+// the data dir) and a quick replay: a short poll makes the worker deliver soon after.
+const spoolCaddyfile = `{
+	admin 127.0.0.1:{{ADMIN}}
+	form_outbox {
+		storage postgres "{{DSN}}"
+		worker {
+			poll_interval 500ms
+			shutdown_grace 1s
+		}
+		retry {
+			base 200ms
+			max_delay 1s
+		}
+	}
+}
+http://127.0.0.1:{{HTTP}} {
+	form_outbox /contact {
+		form contact
+		field message required
+		notify webhook {{HOOK}} {
+			secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+		}
+	}
+}
+`
+
+// postKeyed posts one JSON submission with an idempotency key and returns the status
+// code and the JSON answer's id and status.
+func postKeyed(t *testing.T, p *caddyProc, key string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.URL("/contact"),
+		strings.NewReader(fmt.Sprintf(`{"message":"hello %s"}`, key)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, body := do(t, req)
+	var a struct{ ID, Status string }
+	json.Unmarshal([]byte(body), &a)
+	return resp.StatusCode, a.ID, a.Status
+}
+
+// storedIDs reads every submission id in the database; nil while it is unreachable.
+func storedIDs(dsn string) map[string]bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT id::text FROM submissions`)
+	if err != nil {
+		return nil
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
+}
+
+// With PostgreSQL down, posts are answered "queued" from the spool, Caddy restarts
+// (kill -9) and comes up without the database, and once PostgreSQL is back every
+// answered submission is stored and delivered.
+func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
+	pg := newPGCluster(t)
+	hook := newReceiver(t)
+	cf := strings.NewReplacer("{{DSN}}", pg.DSN(), "{{HOOK}}", hook.srv.URL).Replace(spoolCaddyfile)
+	c := newCaddy(t, caddyOpts{Caddyfile: cf})
+
+	answered := map[string]string{} // id -> answered status
+	for i := 0; i < 3; i++ {
+		code, id, status := postKeyed(t, c, fmt.Sprintf("up-%d", i))
+		if code != http.StatusOK || status != "accepted" {
+			t.Fatalf("post with the database up: %d %q", code, status)
+		}
+		answered[id] = status
+	}
+
+	pg.Kill()
+	post := func(prefix string, n int) {
+		for i := 0; i < n; i++ {
+			code, id, status := postKeyed(t, c, fmt.Sprintf("%s-%d", prefix, i))
+			if code != http.StatusOK || status != "queued" {
+				t.Fatalf("post with the database down: %d %q, want 200 queued\n%s", code, status, c.Log())
+			}
+			answered[id] = status
+		}
+	}
+	post("down", 5)
+
+	// A crash while the database is still down: the restart must come up and keep spooling.
+	c.Kill()
+	c.Restart()
+	post("after-restart", 2)
+
+	pg.Start()
+	if err := waitFor(60*time.Second, func() bool {
+		ids := storedIDs(pg.DSN())
+		for id := range answered {
+			if !ids[id] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("answered submissions not all stored after PostgreSQL came back: %v\n%s", err, c.Log())
+	}
+	if ids := storedIDs(pg.DSN()); len(ids) != len(answered) {
+		t.Fatalf("%d submissions stored, %d answered", len(ids), len(answered))
+	}
+	if err := waitFor(60*time.Second, func() bool {
+		distinct, _, _ := hook.counts()
+		return distinct == len(answered)
+	}); err != nil {
+		distinct, _, _ := hook.counts()
+		t.Fatalf("webhooks delivered for %d of %d submissions", distinct, len(answered))
+	}
+}
