@@ -85,7 +85,7 @@ func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) er
 			return err
 		}
 		n++
-		if n%outbox.MaxListLimit == 0 && flusher != nil {
+		if n%200 == 0 && flusher != nil {
 			if err := flush(); err != nil {
 				return err
 			}

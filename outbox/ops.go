@@ -157,11 +157,15 @@ func ParseCursor(s string) (Cursor, error) {
 // IsZero reports whether this is the first page's cursor.
 func (c Cursor) IsZero() bool { return c.ID == uuid.Nil }
 
+// exportPage is the page size of an export: small enough that a page of large
+// submissions stays a few MB, large enough that the per-query cost is amortised.
+const exportPage = 200
+
 // ExportSubmissions calls fn for every submission matching f (f.Limit and f.Cursor are
 // ignored), newest first, reading one page at a time: memory stays bounded by a page
 // however many rows match, and no transaction is held while fn writes to a slow client.
 func ExportSubmissions(ctx context.Context, ops Ops, f SubmissionFilter, fn func(*Submission) error) error {
-	f.Limit, f.Cursor = MaxListLimit, ""
+	f.Limit, f.Cursor = exportPage, ""
 	for {
 		page, next, err := ops.ListSubmissions(ctx, f)
 		if err != nil {

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgCluster is a throwaway PostgreSQL server of one test: initdb into t.TempDir(), pg_ctl
+// on a free loopback port. Tests that stop, kill or restart the database use one of these,
+// never the shared server. When run as root, the server runs as user postgres.
+type pgCluster struct {
+	t    testing.TB
+	bin  string
+	dir  string // data directory
+	log  string
+	Port int
+	asPG bool
+}
+
+// newPGCluster initialises and starts a cluster, stopped (immediate) at cleanup.
+func newPGCluster(t testing.TB) *pgCluster {
+	t.Helper()
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	if len(dirs) == 0 {
+		t.Fatalf("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin (install the postgresql package)")
+	}
+	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) < pgVersion(dirs[j]) })
+	root := t.TempDir()
+	c := &pgCluster{t: t, bin: dirs[len(dirs)-1], dir: filepath.Join(root, "data"), log: filepath.Join(root, "log"),
+		Port: freePort(t), asPG: os.Geteuid() == 0}
+	if c.asPG {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("running as root needs a postgres user: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(root, uid, gid); err != nil {
+			t.Fatalf("chown cluster dir: %v", err)
+		}
+		// t.TempDir's parent is 0700 root: let postgres through to its own directory.
+		for d := filepath.Dir(root); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+			os.Chmod(d, 0o755)
+		}
+	}
+	c.run("initdb", "-D", c.dir, "-U", "postgres", "-A", "trust", "--no-sync")
+	c.Start()
+	t.Cleanup(func() {
+		if c.running() {
+			c.pgctl("stop", "-m", "immediate")
+		}
+	})
+	return c
+}
+
+func pgVersion(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// DSN is the cluster's connection string (database postgres, trust auth).
+func (c *pgCluster) DSN() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+}
+
+// Start starts the server and waits until it accepts connections.
+func (c *pgCluster) Start() {
+	c.t.Helper()
+	c.pgctl("start", "-w", "-t", "60", "-l", c.log,
+		"-o", fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", c.Port, filepath.Dir(c.dir)))
+	if err := waitFor(30*time.Second, c.accepts); err != nil {
+		c.t.Fatalf("PostgreSQL did not accept connections: %v", err)
+	}
+}
+
+// Stop shuts the server down (fast mode: sessions are cut, as in a failover).
+func (c *pgCluster) Stop() {
+	c.t.Helper()
+	c.pgctl("stop", "-w", "-m", "fast")
+}
+
+// Kill sends SIGKILL to the postmaster, as in a crash; Start recovers.
+func (c *pgCluster) Kill() {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "postmaster.pid"))
+	if err != nil {
+		c.t.Fatalf("read postmaster.pid: %v", err)
+	}
+	var pid int
+	fmt.Sscanf(string(b), "%d", &pid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		c.t.Fatalf("kill postmaster: %v", err)
+	}
+	waitFor(30*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+func (c *pgCluster) running() bool {
+	return exec.Command(filepath.Join(c.bin, "pg_ctl"), "status", "-D", c.dir).Run() == nil ||
+		c.asPG && exec.Command("runuser", "-u", "postgres", "--", filepath.Join(c.bin, "pg_ctl"), "status", "-D", c.dir).Run() == nil
+}
+
+func (c *pgCluster) accepts() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.DSN())
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
+}
+
+func (c *pgCluster) pgctl(args ...string) {
+	c.t.Helper()
+	c.run("pg_ctl", append([]string{"-D", c.dir}, args...)...)
+}
+
+func (c *pgCluster) run(tool string, args ...string) {
+	c.t.Helper()
+	name, argv := filepath.Join(c.bin, tool), args
+	if c.asPG {
+		name, argv = "runuser", append([]string{"-u", "postgres", "--", filepath.Join(c.bin, tool)}, args...)
+	}
+	cmd := exec.Command(name, argv...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(c.log)
+		c.t.Fatalf("%s %v: %v\n%s\n%s", tool, args, err, out, log)
+	}
+}
