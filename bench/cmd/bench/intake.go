@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
+	"github.com/formoutbox/caddy-form-outbox/outbox/sqlitestore"
+)
+
+// The intake Caddyfile: one form with two webhook deliveries (so each submission is the
+// same transaction pgbench runs: submission + 2 deliveries + event), and a `respond`
+// route on the same server as the HTTP ceiling. The worker runs as in production, but
+// its webhook target is a closed port and the first retry is an hour away, so it does
+// one quick failed attempt per delivery and then stays out of the way.
+const intakeCaddyfile = `{
+	admin off
+	storage file_system {{DIR}}/caddy
+	form_outbox {
+		storage {{STORAGE}}
+		worker {
+			concurrency 4
+			notifications off
+			poll_interval 1h
+		}
+		retry {
+			base 1h
+			max_delay 2h
+		}
+	}
+}
+http://127.0.0.1:{{PORT}} {
+	form_outbox /contact {
+		form contact
+		field message required
+		notify webhook http://127.0.0.1:9/a
+		notify webhook http://127.0.0.1:9/b
+	}
+	respond /ceiling "ok" 200
+}
+`
+
+type caddyProc struct {
+	cmd  *exec.Cmd
+	port int
+	done chan struct{}
+}
+
+func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cfg.tmp, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cf := strings.NewReplacer("{{DIR}}", dir, "{{STORAGE}}", storage, "{{PORT}}", strconv.Itoa(port)).Replace(intakeCaddyfile)
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(cf), 0o600); err != nil {
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(dir, "caddy.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.caddyBin, "run", "--config", path, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &caddyProc{cmd: cmd, port: port, done: make(chan struct{})}
+	go func() { cmd.Wait(); log.Close(); close(p.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("caddy %s exited at start; see %s", name, log.Name())
+		default:
+		}
+		if resp, err := http.Get(p.url("/ceiling")); err == nil {
+			resp.Body.Close()
+			return p, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.stop()
+	return nil, fmt.Errorf("caddy %s did not answer within 30s", name)
+}
+
+func (p *caddyProc) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path) }
+
+func (p *caddyProc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// rssKB reads a process's resident set (VmRSS) and its peak (VmHWM), in kB.
+func rssKB(pid int) (rss, hwm int) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 {
+			switch f[0] {
+			case "VmRSS:":
+				rss, _ = strconv.Atoi(f[1])
+			case "VmHWM:":
+				hwm, _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	return rss, hwm
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// point is one measured configuration: throughput and latency.
+type point struct {
+	rate     float64 // successful operations per second
+	p50, p99 time.Duration
+	success  float64 // share of 2xx answers (1 for non-HTTP baselines without errors)
+	note     string
+}
+
+// attack drives url with conns concurrent keep-alive connections as fast as they go
+// (vegeta with a fixed worker pool and no rate limit: a closed loop), each request a
+// distinct JSON submission so that intake's duplicate detection never short-cuts it.
+func attack(url string, conns int, dur time.Duration) point {
+	var n atomic.Int64
+	hdr := http.Header{"Content-Type": []string{"application/json"}}
+	targeter := func(t *vegeta.Target) error {
+		i := n.Add(1)
+		t.Method, t.URL, t.Header = http.MethodPost, url, hdr
+		t.Body = []byte(fmt.Sprintf(`{"message":"bench %d %s"}`, i, uuid.NewString()))
+		return nil
+	}
+	a := vegeta.NewAttacker(vegeta.Workers(uint64(conns)), vegeta.MaxWorkers(uint64(conns)),
+		vegeta.Connections(conns), vegeta.MaxConnections(conns), vegeta.KeepAlive(true), vegeta.Timeout(10*time.Second))
+	var m vegeta.Metrics
+	for res := range a.Attack(targeter, vegeta.Rate{Freq: 0}, dur, "intake") {
+		m.Add(res)
+	}
+	m.Close()
+	return point{rate: m.Throughput, p50: m.Latencies.P50, p99: m.Latencies.P99, success: m.Success}
+}
+
+// pgbenchScript is the per-request transaction intake runs without group commit: one
+// submission, two deliveries and the submission.received event, committed alone.
+const pgbenchScript = `BEGIN;
+SELECT set_config('bench.sid', gen_random_uuid()::text, true);
+INSERT INTO submissions (id, form, status, reason, data, meta, idempotency_key, content_hash, test, created_at)
+  VALUES (current_setting('bench.sid')::uuid, 'contact', 'accepted', '', '{"message":"bench"}', '{"origin":"bench"}', NULL, '', false, now());
+INSERT INTO deliveries (id, submission_id, route, channel, recipient, status, attempts, max_attempts, next_attempt_at, payload, created_at, updated_at)
+  VALUES (gen_random_uuid(), current_setting('bench.sid')::uuid, 'webhook', 'webhook', 'http://127.0.0.1:9/a', 'pending', 0, 0, now() + interval '1 hour', '{}', now(), now());
+INSERT INTO deliveries (id, submission_id, route, channel, recipient, status, attempts, max_attempts, next_attempt_at, payload, created_at, updated_at)
+  VALUES (gen_random_uuid(), current_setting('bench.sid')::uuid, 'webhook', 'webhook', 'http://127.0.0.1:9/b', 'pending', 0, 0, now() + interval '1 hour', '{}', now(), now());
+INSERT INTO events (kind, submission_id, data, at) VALUES ('submission.received', current_setting('bench.sid')::uuid, '{"form":"contact","status":"accepted"}', now());
+COMMIT;
+`
+
+var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without`)
+var latRE = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
+
+func pgbenchBin() (string, error) {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+	if len(matches) == 0 {
+		if p, err := exec.LookPath("pgbench"); err == nil {
+			return p, nil
+		}
+		return "", fmt.Errorf("pgbench not found (install the Debian package postgresql)")
+	}
+	return matches[len(matches)-1], nil
+}
+
+// runPgbench runs the script at conns clients against schema for dur.
+func runPgbench(cfg *config, schema string, conns int, dur time.Duration) (point, error) {
+	bin, err := pgbenchBin()
+	if err != nil {
+		return point{}, err
+	}
+	script := filepath.Join(cfg.tmp, "intake.sql")
+	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
+		return point{}, err
+	}
+	pc, err := pgx.ParseConfig(cfg.dsn)
+	if err != nil {
+		return point{}, err
+	}
+	conninfo := fmt.Sprintf("host=%s port=%d user=%s dbname=%s options=-csearch_path=%s", pc.Host, pc.Port, pc.User, pc.Database, schema)
+	cmd := exec.Command(bin, "-n", "-M", "prepared", "-c", strconv.Itoa(conns), "-j", strconv.Itoa(min(conns, 2)),
+		"-T", strconv.Itoa(max(int(dur.Seconds()), 1)), "-f", script, conninfo)
+	if pc.Password != "" {
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+pc.Password)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return point{}, fmt.Errorf("pgbench: %w: %s", err, out)
+	}
+	m := tpsRE.FindSubmatch(out)
+	if m == nil {
+		return point{}, fmt.Errorf("pgbench: no tps in output: %s", out)
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	p := point{rate: tps, success: 1, note: "pgbench reports the mean latency only"}
+	if l := latRE.FindSubmatch(out); l != nil {
+		ms, _ := strconv.ParseFloat(string(l[1]), 64)
+		p.p50 = time.Duration(ms * float64(time.Millisecond))
+	}
+	return p, nil
+}
+
+// perRequestAccept is the store's own one-commit-per-request rate: conns goroutines
+// calling Store.Accept (no group commit, no HTTP) for dur.
+func perRequestAccept(s outbox.Store, conns int, dur time.Duration) point {
+	var (
+		n, errs atomic.Int64
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		lats    []time.Duration
+	)
+	stop := time.Now().Add(dur)
+	start := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for time.Now().Before(stop) {
+				sub, ds := benchSubmission(time.Now())
+				t := time.Now()
+				if _, err := s.Accept(context.Background(), sub, ds); err != nil {
+					errs.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(t))
+				n.Add(1)
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	p50, p99 := percentiles(lats)
+	total := n.Load() + errs.Load()
+	succ := 1.0
+	if total > 0 {
+		succ = float64(n.Load()) / float64(total)
+	}
+	return point{rate: float64(n.Load()) / el.Seconds(), p50: p50, p99: p99, success: succ}
+}
+
+// benchSubmission is what intake stores for one bench post: two webhook deliveries.
+func benchSubmission(at time.Time) (*outbox.Submission, []outbox.Delivery) {
+	sub := &outbox.Submission{
+		ID: uuid.Must(uuid.NewV7()), Form: "contact", Status: outbox.SubmissionAccepted,
+		Data:      outbox.Fields{{Name: "message", Value: "bench"}},
+		Meta:      outbox.Meta{Origin: "bench"},
+		CreatedAt: at,
+	}
+	ds := []outbox.Delivery{
+		{Route: "webhook", Channel: outbox.ChannelWebhook, Recipient: "http://127.0.0.1:9/a", MaxAttempts: 8, Payload: []byte(`{}`)},
+		{Route: "webhook", Channel: outbox.ChannelWebhook, Recipient: "http://127.0.0.1:9/b", MaxAttempts: 8, Payload: []byte(`{}`)},
+	}
+	return sub, ds
+}
+
+// benchIntake measures HTTP intake through Caddy for PostgreSQL and SQLite against
+// pgbench, the stores' per-request Accept and Caddy's `respond`.
+func benchIntake(ctx context.Context, cfg *config, r *report) error {
+	pgSchema, pgbenchSchema := "bench_intake_caddy", "bench_intake_pgbench"
+	for _, s := range []string{pgSchema, pgbenchSchema, "bench_intake_accept"} {
+		if err := resetSchema(ctx, cfg.dsn, s); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		for _, s := range []string{pgSchema, pgbenchSchema, "bench_intake_accept"} {
+			_ = dropSchema(context.Background(), cfg.dsn, s)
+		}
+	}()
+	// pgbench's tables are the outbox's own, made by the store's migrations.
+	pgb, err := pgstore.Open(ctx, pgstore.Config{DSN: cfg.dsn, Schema: pgbenchSchema})
+	if err != nil {
+		return err
+	}
+	pgb.Close()
+	pga, err := pgstore.Open(ctx, pgstore.Config{DSN: cfg.dsn, Schema: "bench_intake_accept"})
+	if err != nil {
+		return err
+	}
+	defer pga.Close()
+	sqa, err := sqlitestore.Open(ctx, filepath.Join(cfg.tmp, "accept.db"))
+	if err != nil {
+		return err
+	}
+	defer sqa.Close()
+
+	pgCaddy, err := startCaddy(cfg, "caddy-pg", fmt.Sprintf("postgres %q {\n\t\t\tschema %s\n\t\t}", cfg.dsn, pgSchema))
+	if err != nil {
+		return err
+	}
+	defer pgCaddy.stop()
+	sqCaddy, err := startCaddy(cfg, "caddy-sqlite", "sqlite "+filepath.Join(cfg.tmp, "caddy-sqlite", "outbox.db"))
+	if err != nil {
+		return err
+	}
+	defer sqCaddy.stop()
+
+	for _, c := range cfg.conns {
+		logf("intake at %d connections", c)
+		r.add("respond", c, attack(pgCaddy.url("/ceiling"), c, cfg.dur))
+		if p, err := runPgbench(cfg, pgbenchSchema, c, cfg.dur); err != nil {
+			r.fail(fmt.Sprintf("pgbench at %d", c), err)
+		} else {
+			r.add("pgbench", c, p)
+		}
+		r.add("pg-accept", c, perRequestAccept(pga, c, cfg.dur))
+		var peak int
+		stopSample := make(chan struct{})
+		sampled := make(chan int)
+		go func() {
+			m := 0
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopSample:
+					sampled <- m
+					return
+				case <-t.C:
+					rss, _ := rssKB(pgCaddy.cmd.Process.Pid)
+					m = max(m, rss)
+				}
+			}
+		}()
+		r.add("pg-caddy", c, attack(pgCaddy.url("/contact"), c, cfg.dur))
+		close(stopSample)
+		peak = <-sampled
+		if c == 64 {
+			_, hwm := rssKB(pgCaddy.cmd.Process.Pid)
+			r.rssKB, r.rssHWMKB = peak, hwm
+		}
+		r.add("sqlite-accept", c, perRequestAccept(sqa, c, cfg.dur))
+		r.add("sqlite-caddy", c, attack(sqCaddy.url("/contact"), c, cfg.dur))
+	}
+	return nil
+}
+
+func resetSchema(ctx context.Context, dsn, schema string) error {
+	if err := dropSchema(ctx, dsn, schema); err != nil {
+		return err
+	}
+	return nil
+}
+
+func dropSchema(ctx context.Context, dsn, schema string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+	return err
+}

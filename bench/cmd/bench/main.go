@@ -1,0 +1,100 @@
+// Command bench measures form_outbox side by side with its baselines on this machine and
+// writes bench/RESULTS.md (DESIGN section 10, issue 8). Every figure that a target checks
+// is a ratio against a baseline measured in the same run.
+//
+//	cd bench && go run ./cmd/bench          # full run (about 15 minutes)
+//	cd bench && go run ./cmd/bench -quick   # smoke run (a minute or two)
+//
+// It needs the PostgreSQL server the tests use (FORM_OUTBOX_TEST_DATABASE_URL, default
+// postgres://postgres@127.0.0.1:5432/test) and its pgbench; it builds ../cmd/caddy itself.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+type config struct {
+	quick    bool
+	dsn      string
+	out      string
+	dur      time.Duration // per intake point
+	conns    []int
+	burnN    int
+	claimLow int
+	claimHi  int
+	latN     int
+	tmp      string
+	caddyBin string
+}
+
+func main() {
+	var cfg config
+	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
+	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
+	flag.Parse()
+	cfg.dsn = os.Getenv("FORM_OUTBOX_TEST_DATABASE_URL")
+	if cfg.dsn == "" {
+		cfg.dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	cfg.conns = []int{1, 8, 32, 64}
+	if cfg.quick {
+		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 2*time.Second, 5000, 10_000, 50_000, 30
+	} else {
+		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 10*time.Second, 100_000, 10_000, 1_000_000, 200
+	}
+	if err := run(&cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg *config) error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "form_outbox_bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cfg.tmp = tmp
+	r := &report{cfg: cfg, started: time.Now()}
+	r.machine = describeMachine(ctx, cfg.dsn)
+	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
+
+	logf("building caddy from ../cmd/caddy")
+	cfg.caddyBin = filepath.Join(tmp, "caddy")
+	if err := buildCaddy(cfg.caddyBin); err != nil {
+		return err
+	}
+
+	if err := benchIntake(ctx, cfg, r); err != nil {
+		r.fail("intake", err)
+	}
+	if err := benchBurnDown(ctx, cfg, r); err != nil {
+		r.fail("worker burn-down", err)
+	}
+	if err := benchCommitToSend(ctx, cfg, r); err != nil {
+		r.fail("commit-to-send", err)
+	}
+	if err := benchClaim(ctx, cfg, r); err != nil {
+		r.fail("claim latency", err)
+	}
+	r.finished = time.Now()
+	r.loadAfter = loadAverage()
+	md := r.markdown()
+	fmt.Println(md)
+	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", cfg.out)
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
