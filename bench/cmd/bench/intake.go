@@ -105,7 +105,9 @@ func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
 	return nil, fmt.Errorf("caddy %s did not answer within 30s", name)
 }
 
-func (p *caddyProc) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path) }
+func (p *caddyProc) url(path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path)
+}
 
 func (p *caddyProc) stop() {
 	_ = p.cmd.Process.Signal(os.Interrupt)
