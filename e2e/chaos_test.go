@@ -227,7 +227,10 @@ func TestChaosNothingLost(t *testing.T) {
 	var pgUpAt []time.Time
 	kills := 0
 	killCaddy := func() { c.Kill(); kills++; c.Restart() }
-	pgDown := func() { pg.Kill(); pgUpAt = append(pgUpAt, time.Now().Add(time.Duration(10+rand.IntN(10))*time.Second)) }
+	pgDown := func() {
+		pg.Kill()
+		pgUpAt = append(pgUpAt, time.Now().Add(time.Duration(10+rand.IntN(10))*time.Second))
+	}
 	steps := []step{
 		{0.05, "kill -9 caddy", killCaddy},
 		{0.10, "kill postgres", pgDown},
