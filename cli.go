@@ -34,6 +34,9 @@ way 'caddy reload' finds it: --address, else --config, else the default localhos
   delete SUBMISSION_ID         erase a submission and its deliveries (erasure request)
   export [--format ndjson|csv] [filters]
                                stream matching submissions to stdout
+  replay                       replay the spool into the database now
+  replay --spool DIR --storage sqlite PATH | --storage postgres DSN
+                               offline: replay a spool folder into that database
 
 Tables by default; --json prints the API's JSON.`,
 		CobraFunc: func(cmd *cobra.Command) {
@@ -47,6 +50,7 @@ Tables by default; --json prints the API's JSON.`,
 			for _, p := range []string{"form", "status", "since", "until", "limit", "cursor", "format"} {
 				f.String(p, "", "filter: "+p)
 			}
+			replayFlags(cmd)
 			cmd.RunE = runCLI
 		},
 	})
@@ -107,6 +111,8 @@ func runCLI(cmd *cobra.Command, args []string) error {
 			method, path = http.MethodDelete, "submissions/"+id
 		}
 		return cliCall(addr, method, path, nil, out, asJSON, printResult)
+	case "replay":
+		return runReplay(cmd, args, addr, out, asJSON)
 	case "export":
 		resp, err := caddycmd.AdminAPIRequest(addr, http.MethodGet, adminPrefix+"export?"+q.Encode(), nil, nil)
 		if err != nil {

@@ -1,0 +1,49 @@
+package formoutbox
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func init() {
+	addAdminRoute(http.MethodPost, "spool/replay", serveSpoolReplay)
+}
+
+// adminReplayTimeout bounds one manual pass; the background replayer finishes the rest.
+const adminReplayTimeout = 2 * time.Minute
+
+// replayAnswer is the JSON answer of POST /form_outbox/spool/replay.
+type replayAnswer struct {
+	Stored     int    `json:"stored"`
+	Duplicates int    `json:"duplicates"`
+	Segments   int    `json:"segments"`
+	Corrupt    int    `json:"corrupt"`
+	Remaining  int    `json:"remaining"`
+	Error      string `json:"error,omitempty"`
+}
+
+// serveSpoolReplay runs one replay pass now instead of waiting for the replayer's tick.
+// A pass stopped by the store answers 503 with what it did so far and the error.
+func serveSpoolReplay(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	if a.replayer == nil {
+		return apiError(http.StatusConflict, errSpoolOff)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminReplayTimeout)
+	defer cancel()
+	rep, err := a.ReplaySpool(ctx)
+	ans := replayAnswer{Stored: rep.Stored, Duplicates: rep.Duplicates, Segments: rep.Segments,
+		Corrupt: rep.Corrupt, Remaining: rep.Remaining}
+	status := http.StatusOK
+	if err != nil {
+		// The error names segment offsets and ids, never field values.
+		ans.Error = err.Error()
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(ans)
+}
