@@ -5,49 +5,18 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations lists the embedded files ordered by the number that prefixes their name.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %q: name must start with a positive number and '_'", e.Name())
-		}
-		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %q and %q share a version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
+// migrationList returns the embedded migrations in version order.
+func migrationList() ([]migrations.Migration, error) {
+	return migrations.Load(migrationFiles, "migrations")
 }
 
 // lockKey is the advisory lock that serializes migrations of one schema; other schemas
@@ -65,7 +34,7 @@ func (s *Store) migrate(ctx context.Context) error { return s.migrateOn(ctx, s.p
 
 // migrateOn migrates through db: the pool, or (lazy stores) the first connection made.
 func (s *Store) migrateOn(ctx context.Context, db beginner) error {
-	ms, err := migrations()
+	ms, err := migrationList()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -106,14 +75,14 @@ func (s *Store) migrateOn(ctx context.Context, db beginner) error {
 			done[v] = true
 		}
 		for _, m := range ms {
-			if done[m.version] {
+			if done[m.Version] {
 				continue
 			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO form_outbox_migrations (version) VALUES ($1)`, m.version); err != nil {
-				return fmt.Errorf("record %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, `INSERT INTO form_outbox_migrations (version) VALUES ($1)`, m.Version); err != nil {
+				return fmt.Errorf("record %s: %w", m.Name, err)
 			}
 		}
 		return nil

@@ -5,55 +5,24 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations lists the embedded files ordered by the number that prefixes their name.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %q: name must start with a positive number and '_'", e.Name())
-		}
-		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %q and %q share a version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
+// migrationList returns the embedded migrations in version order.
+func migrationList() ([]migrations.Migration, error) {
+	return migrations.Load(migrationFiles, "migrations")
 }
 
 // migrate applies every migration not yet recorded, in one IMMEDIATE transaction: the
 // write lock is the migration lock, so a second process opening the same file waits and
 // then finds the work done.
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := migrationList()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -81,16 +50,16 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		for _, m := range ms {
-			if applied[m.version] {
+			if applied[m.Version] {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply %s: %w", m.name, err)
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO form_outbox_migrations (version, applied_at) VALUES (?, ?)`,
-				m.version, micros(time.Now())); err != nil {
-				return fmt.Errorf("record %s: %w", m.name, err)
+				m.Version, micros(time.Now())); err != nil {
+				return fmt.Errorf("record %s: %w", m.Name, err)
 			}
 		}
 		return nil
