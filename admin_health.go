@@ -52,9 +52,11 @@ type outboxHealth struct {
 
 // SpoolHealth is the spool's part of the health body.
 type SpoolHealth struct {
-	Enabled bool   `json:"enabled"`
-	Depth   int64  `json:"depth"`
-	Error   string `json:"error,omitempty"`
+	Enabled bool  `json:"enabled"`
+	Depth   int64 `json:"depth"`
+	// OldestAgeSeconds is how long the oldest spooled submission has waited for the store.
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	Error            string  `json:"error,omitempty"`
 	// Healthy false turns the whole answer into 503.
 	Healthy bool `json:"healthy"`
 }

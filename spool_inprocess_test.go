@@ -72,6 +72,9 @@ func TestInProcessStoreFailureSpoolsAndAnswersQueued(t *testing.T) {
 	if n, _, on := app.SpoolStats(); !on || n != 1 {
 		t.Fatalf("spool entries = %d (on %v), want 1", n, on)
 	}
+	if h := app.health(context.Background()); h.Spool == nil || !h.Spool.Enabled || h.Spool.Depth != 1 {
+		t.Fatalf("health spool = %+v, want enabled with depth 1", h.Spool)
+	}
 	// Replay into another database: the visitor's submission, under the answered id.
 	other := storetest.OpenSQLite(t)
 	rep, err := app.spool.Replay(context.Background(), other, nil)
