@@ -148,7 +148,7 @@ func (a *App) deliveryWithHistory(ctx context.Context, d outbox.Delivery) (deliv
 	for _, at := range as {
 		dv.History = append(dv.History, newAttemptView(at))
 	}
-	return dv, nil
+	return dv, a.addFeedback(ctx, &dv)
 }
 
 func serveDeleteSubmission(a *App, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {

@@ -42,6 +42,8 @@ type deliveryView struct {
 	UpdatedAt         time.Time     `json:"updated_at"`
 	SentAt            *time.Time    `json:"sent_at,omitempty"`
 	History           []attemptView `json:"history,omitempty"`
+	// Feedback is what the provider reported after sending (admin_suppression.go).
+	Feedback []feedbackView `json:"feedback,omitempty"`
 }
 
 type attemptView struct {

@@ -117,7 +117,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, a.metrics} {
+	for _, c := range []prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, a.metrics} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

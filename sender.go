@@ -57,7 +57,8 @@ func (a *App) buildSender() (outbox.Sender, error) {
 	}
 	a.emailProviderName = email.Name()
 	hook := webhook.New(webhook.Config{Secret: a.webhookSecret, Headers: a.webhookHeaders})
-	return outbox.Router{Email: email, Webhook: hook}, nil
+	// Suppressed addresses are refused before any provider is called (feedback.go).
+	return outbox.SuppressionGuard{Next: outbox.Router{Email: email, Webhook: hook}, List: a.feedbackStore}, nil
 }
 
 func (a *App) emailProvider() (providers.Provider, error) {

@@ -1,0 +1,162 @@
+package formoutbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// The suppression list on the admin API:
+//
+//	GET    /form_outbox/suppressions[?limit=N]      newest first
+//	POST   /form_outbox/suppressions                {"address": "...", "reason": "..."}
+//	DELETE /form_outbox/suppressions?address=A      send to A again (retry its dead deliveries by hand)
+func init() {
+	addAdminRoute(http.MethodGet, "suppressions", serveListSuppressions)
+	addAdminRoute(http.MethodPost, "suppressions", serveAddSuppression)
+	addAdminRoute(http.MethodDelete, "suppressions", serveRemoveSuppression)
+}
+
+type suppressionView struct {
+	Address    string    `json:"address"`
+	Reason     string    `json:"reason"`
+	DeliveryID string    `json:"delivery_id,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+type feedbackView struct {
+	Source            string    `json:"source"`
+	Kind              string    `json:"kind"`
+	BounceType        string    `json:"bounce_type,omitempty"`
+	Diagnostic        string    `json:"diagnostic,omitempty"`
+	ProviderMessageID string    `json:"provider_message_id,omitempty"`
+	OccurredAt        time.Time `json:"occurred_at"`
+	ReceivedAt        time.Time `json:"received_at"`
+}
+
+// addFeedback fills a delivery view's post-send feedback, when the store keeps any.
+func (a *App) addFeedback(ctx context.Context, dv *deliveryView) error {
+	fs := a.feedbackStore()
+	if fs == nil {
+		return nil
+	}
+	id, err := uuid.Parse(dv.ID)
+	if err != nil {
+		return apiError(http.StatusInternalServerError, err)
+	}
+	list, err := fs.ListFeedback(ctx, id)
+	if err != nil {
+		return storeError(err)
+	}
+	for _, f := range list {
+		dv.Feedback = append(dv.Feedback, feedbackView{f.Source, string(f.Kind), f.BounceType, f.Diagnostic,
+			f.ProviderMessageID, f.OccurredAt, f.ReceivedAt})
+	}
+	return nil
+}
+
+func (a *App) suppressions() (outbox.FeedbackStore, error) {
+	fs := a.feedbackStore()
+	if fs == nil {
+		return nil, apiError(http.StatusNotImplemented, fmt.Errorf("store %T keeps no suppression list", a.store))
+	}
+	return fs, nil
+}
+
+func serveListSuppressions(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	fs, err := a.suppressions()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if err := onlyParams(q, "limit"); err != nil {
+		return err
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
+			return apiError(http.StatusBadRequest, fmt.Errorf("limit %q: want a positive number", v))
+		}
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	list, err := fs.ListSuppressions(ctx, limit)
+	if err != nil {
+		return storeError(err)
+	}
+	out := []suppressionView{}
+	for _, s := range list {
+		v := suppressionView{Address: s.Address, Reason: s.Reason, CreatedAt: s.CreatedAt}
+		if s.DeliveryID != uuid.Nil {
+			v.DeliveryID = s.DeliveryID.String()
+		}
+		out = append(out, v)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"suppressions": out})
+}
+
+func serveAddSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	fs, err := a.suppressions()
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Address string `json:"address"`
+		Reason  string `json:"reason"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return apiError(http.StatusBadRequest, fmt.Errorf("want {\"address\": \"...\", \"reason\": \"...\"}: %w", err))
+	}
+	if _, err := mail.ParseAddress(in.Address); err != nil {
+		return apiError(http.StatusBadRequest, errors.New("address is not an email address"))
+	}
+	if in.Reason == "" {
+		in.Reason = "manual"
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	if err := fs.AddSuppression(ctx, outbox.Suppression{Address: in.Address, Reason: in.Reason, CreatedAt: time.Now()}); err != nil {
+		return storeError(err)
+	}
+	a.logger.Info("address suppressed by admin request")
+	return writeJSON(w, http.StatusOK, map[string]string{"address": outbox.NormalizeAddress(in.Address), "result": "suppressed"})
+}
+
+func serveRemoveSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	fs, err := a.suppressions()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if err := onlyParams(q, "address"); err != nil {
+		return err
+	}
+	addr := q.Get("address")
+	if addr == "" {
+		return apiError(http.StatusBadRequest, errors.New("give ?address=..."))
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	if err := fs.RemoveSuppression(ctx, addr); err != nil {
+		// The address stays out of the message: Caddy logs admin errors.
+		if errors.Is(err, outbox.ErrNotFound) {
+			return apiError(http.StatusNotFound, errors.New("address is not suppressed"))
+		}
+		return storeError(err)
+	}
+	a.logger.Info("address removed from the suppression list by admin request", zap.Bool("removed", true))
+	return writeJSON(w, http.StatusOK, map[string]string{"address": outbox.NormalizeAddress(addr), "result": "removed"})
+}

@@ -1,0 +1,120 @@
+package formoutbox
+
+import (
+	"regexp"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("form_outbox_feedback", parseFeedbackDirective)
+	httpcaddyfile.RegisterDirectiveOrder("form_outbox_feedback", httpcaddyfile.Before, "respond")
+}
+
+func parseFeedbackDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	fh := new(FeedbackHandler)
+	err := fh.UnmarshalCaddyfile(h.Dispenser)
+	return fh, err
+}
+
+// UnmarshalCaddyfile sets up the feedback handler:
+//
+//	form_outbox_feedback [MATCHER] {
+//		sns {
+//			topic_arn ARN...                   # required, repeatable: the accepted topics
+//			cert_host PATTERN                  # default ^sns\.[a-z0-9-]+\.amazonaws\.com$
+//		}
+//		resend {
+//			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
+//		}
+//		suppress on|off                        # default on
+//	}
+func (fh *FeedbackHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "sns":
+			if d.NextArg() || fh.SNS != nil {
+				return d.Errf("sns takes a block, once")
+			}
+			fh.SNS = &FeedbackSNSConfig{}
+			for d.NextBlock(1) {
+				switch d.Val() {
+				case "topic_arn":
+					args := d.RemainingArgs()
+					if len(args) == 0 {
+						return d.ArgErr()
+					}
+					fh.SNS.TopicARNs = append(fh.SNS.TopicARNs, args...)
+				case "cert_host":
+					if !d.NextArg() {
+						return d.ArgErr()
+					}
+					if _, err := regexp.Compile(d.Val()); err != nil {
+						return d.Errf("cert_host: %v", err)
+					}
+					fh.SNS.CertHost = d.Val()
+					if d.NextArg() {
+						return d.ArgErr()
+					}
+				default:
+					return d.Errf("unknown sns option %q", d.Val())
+				}
+			}
+			if len(fh.SNS.TopicARNs) == 0 {
+				return d.Errf("sns needs at least one topic_arn: any AWS account can point a topic at this URL")
+			}
+		case "resend":
+			if d.NextArg() || fh.Resend != nil {
+				return d.Errf("resend takes a block, once")
+			}
+			fh.Resend = &FeedbackResendConfig{}
+			for d.NextBlock(1) {
+				switch d.Val() {
+				case "secret":
+					if !d.NextArg() {
+						return d.ArgErr()
+					}
+					fh.Resend.Secret = d.Val()
+					if d.NextArg() {
+						return d.ArgErr()
+					}
+				default:
+					return d.Errf("unknown resend option %q", d.Val())
+				}
+			}
+			if fh.Resend.Secret == "" {
+				return d.Errf("resend needs secret (the webhook's whsec_... signing secret)")
+			}
+		case "suppress":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			var on bool
+			switch d.Val() {
+			case "on":
+				on = true
+			case "off":
+			default:
+				return d.Errf("suppress: want on or off, got %q", d.Val())
+			}
+			fh.Suppress = &on
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		default:
+			return d.Errf("unknown form_outbox_feedback option %q", d.Val())
+		}
+	}
+	if fh.SNS == nil && fh.Resend == nil {
+		return d.Err("form_outbox_feedback needs an sns block, a resend block or both")
+	}
+	return nil
+}
+
+var _ caddyfile.Unmarshaler = (*FeedbackHandler)(nil)

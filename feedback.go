@@ -1,0 +1,112 @@
+package formoutbox
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/feedback"
+)
+
+func init() {
+	caddy.RegisterModule(new(FeedbackHandler))
+}
+
+// FeedbackHandler is the `form_outbox_feedback` HTTP handler: it receives what SES (via
+// an SNS HTTPS subscription) and Resend (webhooks) report after accepting an email, and
+// records it against the delivery (outbox/feedback does the work). It answers every
+// request itself.
+type FeedbackHandler struct {
+	// SNS accepts SES event publishing through SNS.
+	SNS *FeedbackSNSConfig `json:"sns,omitempty"`
+	// Resend accepts Resend's Svix-signed webhooks.
+	Resend *FeedbackResendConfig `json:"resend,omitempty"`
+	// Suppress adds hard-bounced and complaining addresses to the suppression list, so
+	// they are not sent to again. Default true.
+	Suppress *bool `json:"suppress,omitempty"`
+
+	receiver *feedback.Receiver
+}
+
+// FeedbackSNSConfig is the JSON twin of `sns { ... }`.
+type FeedbackSNSConfig struct {
+	// TopicARNs are the SNS topics accepted (required).
+	TopicARNs []string `json:"topic_arns,omitempty"`
+	// CertHost is the pattern (a Go regexp) the signing certificate's host must match.
+	// Default ^sns\.[a-z0-9-]+\.amazonaws\.com$.
+	CertHost string `json:"cert_host,omitempty"`
+}
+
+// FeedbackResendConfig is the JSON twin of `resend { ... }`.
+type FeedbackResendConfig struct {
+	// Secret is the webhook's signing secret (whsec_...); use a placeholder.
+	Secret string `json:"secret,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (*FeedbackHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.form_outbox_feedback",
+		New: func() caddy.Module { return new(FeedbackHandler) },
+	}
+}
+
+// Provision finds (or loads) the App and builds the receiver on its store.
+func (h *FeedbackHandler) Provision(ctx caddy.Context) error {
+	appVal, err := ctx.App(AppName)
+	if err != nil {
+		return fmt.Errorf("form_outbox_feedback: %w", err)
+	}
+	app := appVal.(*App)
+	fs, ok := app.store.(outbox.FeedbackStore)
+	if !ok {
+		return fmt.Errorf("form_outbox_feedback: store %T keeps no feedback", app.store)
+	}
+	repl := caddy.NewReplacer()
+	cfg := feedback.Config{
+		Store:      fs,
+		Suppress:   h.Suppress == nil || *h.Suppress,
+		OnRecorded: app.onFeedback,
+		Logger:     ctx.Logger(),
+	}
+	if s := h.SNS; s != nil {
+		sc := &feedback.SNSConfig{}
+		for _, arn := range s.TopicARNs {
+			sc.TopicARNs = append(sc.TopicARNs, strings.TrimSpace(repl.ReplaceKnown(arn, "")))
+		}
+		if s.CertHost != "" {
+			re, err := regexp.Compile(s.CertHost)
+			if err != nil {
+				return fmt.Errorf("form_outbox_feedback: sns cert_host: %w", err)
+			}
+			sc.CertHost = re
+		}
+		cfg.SNS = sc
+	}
+	if r := h.Resend; r != nil {
+		// Resolved into the receiver only: the running config keeps the placeholder.
+		cfg.Resend = &feedback.ResendConfig{Secret: strings.TrimSpace(repl.ReplaceKnown(r.Secret, ""))}
+	}
+	h.receiver, err = feedback.New(cfg)
+	if err != nil {
+		return fmt.Errorf("form_outbox_feedback: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP answers the feedback request; nothing runs after it.
+func (h *FeedbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.receiver.ServeHTTP(w, r)
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*FeedbackHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*FeedbackHandler)(nil)
+)
