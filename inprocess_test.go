@@ -3,12 +3,14 @@ package formoutbox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,13 +115,31 @@ var noRedirects = &http.Client{
 func postContact(t *testing.T, addr string) *http.Response {
 	t.Helper()
 	form := url.Values{"name": {"Ada"}, "email": {"ada@example.com"}, "message": {"Hello"}}
-	resp, err := noRedirects.PostForm("http://"+addr+"/contact", form)
-	if err != nil {
-		t.Fatalf("post form: %v", err)
+	key := fmt.Sprintf("post-%d", postSeq.Add(1))
+	// A connection accepted in the instant Caddy swaps servers during a reload can be
+	// closed unanswered (EOF). A browser's retrying fetch resends with the same
+	// idempotency key, so a retry can never store the post twice; do the same.
+	var lastErr error
+	for try := 0; try < 3; try++ {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/contact", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		resp.Body.Close()
+		return resp
 	}
-	resp.Body.Close()
-	return resp
+	t.Fatalf("post form: %v", lastErr)
+	return nil
 }
+
+var postSeq atomic.Int64
 
 // runningApp is the form_outbox App of the running config.
 func runningApp(t *testing.T) *App {
