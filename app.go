@@ -13,6 +13,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
 // DefaultAcceptTimeout bounds one store write at intake (DESIGN section 7): past it the
@@ -36,6 +37,9 @@ type App struct {
 	Retry *RetryConfig `json:"retry,omitempty"`
 	// Email configures the sender address and the email provider.
 	Email *EmailConfig `json:"email,omitempty"`
+	// Spool is the local fallback when the store fails (spool.go). Default: on, under
+	// the data dir.
+	Spool *SpoolConfig `json:"spool,omitempty"`
 	// Retention prunes submissions older than this whose deliveries are all finished
 	// (app_ops.go). Default 0: keep everything.
 	Retention caddy.Duration `json:"retention,omitempty"`
@@ -56,6 +60,11 @@ type App struct {
 	headers   map[string]map[string]string // webhook URL -> extra headers (sender.go)
 
 	emailProviderName string
+
+	spool     *spool.Spool // nil when off
+	spoolKey  string
+	spoolMode string
+	replayer  *spool.Replayer
 
 	opsState // metrics, events, retention (app_ops.go)
 
@@ -166,7 +175,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionOps(); err != nil {
 		return err
 	}
-	return nil
+	return a.provisionSpool()
 }
 
 func (a *App) checkNumbers() error {
@@ -235,6 +244,9 @@ func (a *App) Start() error {
 	if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
+	if a.replayer != nil {
+		a.replayer.Start()
+	}
 	a.startOps()
 	return nil
 }
@@ -244,6 +256,9 @@ func (a *App) Start() error {
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
 		a.stopOps()
+		if a.replayer != nil {
+			a.replayer.Stop()
+		}
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())
 		}
@@ -255,6 +270,9 @@ func (a *App) Stop() error {
 // releases the store only if this App got a reference to it.
 func (a *App) Cleanup() error {
 	err := a.Stop()
+	if serr := a.releaseSpool(); serr != nil {
+		a.logger.Error("close spool", zap.Error(serr))
+	}
 	if a.storeKey != "" {
 		key := a.storeKey
 		a.storeKey = ""
@@ -268,10 +286,16 @@ func (a *App) Cleanup() error {
 	return err
 }
 
-// Accept stores a parsed submission with its deliveries in one transaction, then wakes
+// Accept stores a parsed submission, or spools it when the store fails (spool.go); a
+// spooled submission comes back with status intake.StatusQueued.
+func (a *App) Accept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
+	return a.acceptOrSpool(ctx, res)
+}
+
+// storeAccept stores a parsed submission with its deliveries in one transaction, then wakes
 // the workers. The store call gets its own deadline and ignores the visitor hanging up:
 // a complete post is worth keeping even if nobody waits for the answer.
-func (a *App) Accept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
+func (a *App) storeAccept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAcceptTimeout)
 	defer cancel()
 	stored, err := a.group.Accept(sctx, a.store, res.Submission, res.Deliveries)

@@ -46,6 +46,7 @@ import (
 //			resend { ... }
 //			file DIR
 //		}
+//		spool DIR | off | always [DIR]         # see parseSpool
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
@@ -79,6 +80,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Retry, err = parseRetry(d)
 		case "email":
 			a.Email, err = parseEmail(d)
+		case "spool":
+			a.Spool, err = parseSpool(d)
 		case "retention":
 			a.Retention, err = parseRetention(d)
 		default:
