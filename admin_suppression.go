@@ -21,7 +21,9 @@ import (
 //
 //	GET    /form_outbox/suppressions[?limit=N]      newest first
 //	POST   /form_outbox/suppressions                {"address": "...", "reason": "..."}
-//	DELETE /form_outbox/suppressions?address=A      send to A again (retry its dead deliveries by hand)
+//	DELETE /form_outbox/suppressions                {"address": "..."}: send to it again
+//
+// Addresses travel in bodies, never in the URL: Caddy's admin server logs request URIs.
 func init() {
 	addAdminRoute(http.MethodGet, "suppressions", serveListSuppressions)
 	addAdminRoute(http.MethodPost, "suppressions", serveAddSuppression)
@@ -111,17 +113,9 @@ func serveAddSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uuid.
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Address string `json:"address"`
-		Reason  string `json:"reason"`
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return apiError(http.StatusBadRequest, fmt.Errorf("want {\"address\": \"...\", \"reason\": \"...\"}: %w", err))
-	}
-	if _, err := mail.ParseAddress(in.Address); err != nil {
-		return apiError(http.StatusBadRequest, errors.New("address is not an email address"))
+	in, err := readSuppressionBody(r)
+	if err != nil {
+		return err
 	}
 	if in.Reason == "" {
 		in.Reason = "manual"
@@ -140,14 +134,11 @@ func serveRemoveSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uu
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	if err := onlyParams(q, "address"); err != nil {
+	in, err := readSuppressionBody(r)
+	if err != nil {
 		return err
 	}
-	addr := q.Get("address")
-	if addr == "" {
-		return apiError(http.StatusBadRequest, errors.New("give ?address=..."))
-	}
+	addr := in.Address
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	if err := fs.RemoveSuppression(ctx, addr); err != nil {
@@ -159,4 +150,23 @@ func serveRemoveSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uu
 	}
 	a.logger.Info("address removed from the suppression list by admin request", zap.Bool("removed", true))
 	return writeJSON(w, http.StatusOK, map[string]string{"address": outbox.NormalizeAddress(addr), "result": "removed"})
+}
+
+type suppressionBody struct {
+	Address string `json:"address"`
+	Reason  string `json:"reason"`
+}
+
+// readSuppressionBody reads {"address": ..., "reason": ...}; the address must parse.
+func readSuppressionBody(r *http.Request) (suppressionBody, error) {
+	var in suppressionBody
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, apiError(http.StatusBadRequest, fmt.Errorf("want {\"address\": \"...\"}: %w", err))
+	}
+	if _, err := mail.ParseAddress(in.Address); err != nil {
+		return in, apiError(http.StatusBadRequest, errors.New("address is not an email address"))
+	}
+	return in, nil
 }
