@@ -45,7 +45,9 @@ type WorkerConfig struct {
 	Concurrency int
 	// Batch is the most rows one claim takes. Default 25. A claim never takes more rows
 	// than there are free send slots, so claimed rows never wait in memory while their
-	// lease runs down.
+	// lease runs down; and while sends are in flight, the worker claims again only once
+	// half a batch of slots is free, so that under load each claim (one transaction and
+	// one commit) leases many rows rather than the one slot that just freed.
 	Batch int
 	// Lease is how long a claim (and each renewal) holds a delivery. Default 2m.
 	Lease time.Duration
@@ -136,6 +138,7 @@ type Worker struct {
 
 	wake  chan struct{} // capacity 1: wake-ups coalesce
 	slots chan struct{} // one token per send in flight
+	freed chan struct{} // capacity 1: a send gave its slot back
 
 	mu          sync.Mutex
 	state       int // workerNew, workerRunning, workerStopped
@@ -169,6 +172,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		log:      cfg.Logger.With(zap.String("owner", cfg.Owner)),
 		wake:     make(chan struct{}, 1),
 		slots:    make(chan struct{}, cfg.Concurrency),
+		freed:    make(chan struct{}, 1),
 		stopDone: make(chan struct{}),
 	}
 	if cfg.Notifications {
@@ -272,8 +276,8 @@ func (w *Worker) loop(ctx context.Context) {
 }
 
 // pass claims and dispatches due deliveries until a claim comes back short, which means
-// nothing more is due. It waits for a free send slot before each claim rather than
-// claiming rows it cannot start: a claimed row's lease is already running.
+// nothing more is due. It claims only rows it can start at once (a claimed row's lease is
+// already running), and waits for enough free send slots to make the claim a real batch.
 func (w *Worker) pass(ctx context.Context) {
 	w.lastTick.Store(w.cfg.Now().UnixNano())
 	claimed := 0
@@ -283,29 +287,29 @@ func (w *Worker) pass(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
+		free, ok := w.awaitSlots(ctx)
+		if !ok {
 			return
 		}
-		free := 1
-		for free < w.cfg.Batch && w.tryAcquire() {
-			free++
+		// Only this goroutine takes slots, so the free ones stay free until taken here.
+		n := min(free, w.cfg.Batch)
+		for range n {
+			w.slots <- struct{}{}
 		}
 		ds, err := w.cfg.Store.Claim(ctx, ClaimParams{
 			Owner: w.cfg.Owner,
-			Limit: free,
+			Limit: n,
 			Lease: w.cfg.Lease,
 			Now:   w.cfg.Now(),
 		})
 		if err != nil {
-			w.releaseSlots(free)
+			w.releaseSlots(n)
 			if ctx.Err() == nil {
 				w.log.Error("claim deliveries", zap.Error(err))
 			}
 			return
 		}
-		w.releaseSlots(free - len(ds))
+		w.releaseSlots(n - len(ds))
 		// Rows claimed just as Stop began are dispatched all the same: Stop's grace and
 		// release cover them, and dropping them would leave their leases to expire.
 		for _, d := range ds {
@@ -313,24 +317,38 @@ func (w *Worker) pass(ctx context.Context) {
 			go w.process(d)
 		}
 		claimed += len(ds)
-		if len(ds) < free {
+		if len(ds) < n {
 			return
 		}
 	}
 }
 
-func (w *Worker) tryAcquire() bool {
-	select {
-	case w.slots <- struct{}{}:
-		return true
-	default:
-		return false
+// awaitSlots waits until a claim is worth its transaction and returns the free send
+// slots: half a batch of them (or of Concurrency, if that is smaller), which includes the
+// case where nothing is in flight. Claiming as soon as one slot freed would make most
+// claims under load lease one or two rows, each with its own commit.
+func (w *Worker) awaitSlots(ctx context.Context) (int, bool) {
+	need := max(1, min(w.cfg.Batch, w.cfg.Concurrency)/2)
+	for {
+		if free := cap(w.slots) - len(w.slots); free >= need {
+			return free, true
+		}
+		select {
+		case <-w.freed:
+		case <-ctx.Done():
+			return 0, false
+		}
 	}
 }
 
+// releaseSlots gives n send slots back and tells a pass waiting in awaitSlots.
 func (w *Worker) releaseSlots(n int) {
 	for range n {
 		<-w.slots
+	}
+	select {
+	case w.freed <- struct{}{}:
+	default:
 	}
 }
 
