@@ -31,13 +31,24 @@ type config struct {
 	latN     int
 	tmp      string
 	caddyBin string
+	only     map[string]bool // empty: every part
 }
+
+// runs reports whether the part named part is part of this run (-only).
+func (c *config) runs(part string) bool { return len(c.only) == 0 || c.only[part] }
 
 func main() {
 	var cfg config
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
+	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim), for profiling; the report then lacks the others")
 	flag.Parse()
+	cfg.only = map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.only[p] = true
+		}
+	}
 	cfg.dsn = os.Getenv("FORM_OUTBOX_TEST_DATABASE_URL")
 	if cfg.dsn == "" {
 		cfg.dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -66,23 +77,30 @@ func run(cfg *config) error {
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
-	logf("building caddy from ../cmd/caddy")
-	cfg.caddyBin = filepath.Join(tmp, "caddy")
-	if err := buildCaddy(cfg.caddyBin); err != nil {
-		return err
+	if cfg.runs("intake") {
+		logf("building caddy from ../cmd/caddy")
+		cfg.caddyBin = filepath.Join(tmp, "caddy")
+		if err := buildCaddy(cfg.caddyBin); err != nil {
+			return err
+		}
 	}
 
-	if err := benchIntake(ctx, cfg, r); err != nil {
-		r.fail("intake", err)
+	parts := []struct {
+		name, what string
+		fn         func(context.Context, *config, *report) error
+	}{
+		{"intake", "intake", benchIntake},
+		{"burn", "worker burn-down", benchBurnDown},
+		{"c2s", "commit-to-send", benchCommitToSend},
+		{"claim", "claim latency", benchClaim},
 	}
-	if err := benchBurnDown(ctx, cfg, r); err != nil {
-		r.fail("worker burn-down", err)
-	}
-	if err := benchCommitToSend(ctx, cfg, r); err != nil {
-		r.fail("commit-to-send", err)
-	}
-	if err := benchClaim(ctx, cfg, r); err != nil {
-		r.fail("claim latency", err)
+	for _, p := range parts {
+		if !cfg.runs(p.name) {
+			continue
+		}
+		if err := p.fn(ctx, cfg, r); err != nil {
+			r.fail(p.what, err)
+		}
 	}
 	r.finished = time.Now()
 	r.loadAfter = loadAverage()
