@@ -64,6 +64,12 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	// One row-lock order for every batch: concurrent batches cannot deadlock.
 	sort.Slice(live, func(x, y int) bool { return cs[live[x]].DeliveryID.String() < cs[live[y]].DeliveryID.String() })
 
+	// One set-based statement when it can tell the completions apart by delivery id; the
+	// pipeline below when it cannot, or when the statement failed (it then also finds a
+	// completion whose own row is bad, or fails the batch as a whole).
+	if len(live) > 1 && distinctDeliveries(cs, live) && s.completeSet(ctx, cs, live, errs) {
+		return errs
+	}
 	isolate(live, func(live []int) (int, error) { return s.completeRun(ctx, cs, live, errs) },
 		func(i int, err error) { errs[i] = fmt.Errorf("complete delivery %s: %w", cs[i].DeliveryID, err) },
 		func(i int, err error) {
@@ -83,7 +89,7 @@ func (s *Store) completeRun(ctx context.Context, cs []outbox.Completion, live []
 			case err == nil:
 				errs[i] = nil
 			case isNoRows(err):
-				errs[i] = fmt.Errorf("complete delivery %s: %w", cs[i].DeliveryID, outbox.ErrLeaseLost)
+				errs[i] = leaseLost(cs[i])
 			default:
 				return err
 			}
@@ -95,6 +101,21 @@ func (s *Store) completeRun(ctx context.Context, cs []outbox.Completion, live []
 		return outbox.BeforeCommit(ctx)
 	})
 	return bad, err
+}
+
+func leaseLost(c outbox.Completion) error {
+	return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, outbox.ErrLeaseLost)
+}
+
+// distinctDeliveries reports whether the live completions, sorted by delivery id, name
+// each delivery once (a stale and a fresh lease of one delivery can meet in a batch).
+func distinctDeliveries(cs []outbox.Completion, live []int) bool {
+	for k := 1; k < len(live); k++ {
+		if cs[live[k]].DeliveryID == cs[live[k-1]].DeliveryID {
+			return false
+		}
+	}
+	return true
 }
 
 func completeArgs(c outbox.Completion) []any {
