@@ -114,6 +114,14 @@ func BeforeCommit(ctx context.Context) error {
 	return nil
 }
 
+// HasBeforeCommit reports whether ctx carries a WithBeforeCommit hook, so a store can
+// skip an explicit transaction around a single statement when there is nothing to run
+// before its commit.
+func HasBeforeCommit(ctx context.Context) bool {
+	fn, _ := ctx.Value(beforeCommitKey{}).(func() error)
+	return fn != nil
+}
+
 // ErrBatchMemberFailed is wrapped into the error of every member of a shared transaction
 // that failed as a whole, so a caller can tell it from a problem with its own row.
 var ErrBatchMemberFailed = errors.New("outbox: shared transaction failed")

@@ -139,6 +139,8 @@ type Worker struct {
 	wake  chan struct{} // capacity 1: wake-ups coalesce
 	slots chan struct{} // one token per send in flight
 	freed chan struct{} // capacity 1: a send gave its slot back
+	// records holds one token per finished send whose outcome is being written.
+	records chan struct{}
 
 	mu          sync.Mutex
 	state       int // workerNew, workerRunning, workerStopped
@@ -173,6 +175,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		wake:     make(chan struct{}, 1),
 		slots:    make(chan struct{}, cfg.Concurrency),
 		freed:    make(chan struct{}, 1),
+		records:  make(chan struct{}, cfg.Concurrency),
 		stopDone: make(chan struct{}),
 	}
 	if cfg.Notifications {

@@ -14,10 +14,12 @@ import (
 )
 
 // process sends one claimed delivery and records what happened. It owns one send slot,
-// given back when it returns.
+// given back as soon as the send returned: recording the outcome is a store write that
+// waits for company (completebatch.go), and the next claim need not wait for it. A
+// record slot, taken before the send slot is given back, bounds the outcomes waiting to
+// be written to Concurrency, so a slow store slows the sends down instead of piling up.
 func (w *Worker) process(d Delivery) {
 	defer w.inflight.Done()
-	defer w.releaseSlots(1)
 
 	ctx, cancel := context.WithCancel(w.sendCtx)
 	defer cancel()
@@ -32,6 +34,9 @@ func (w *Worker) process(d Delivery) {
 	finished := w.cfg.Now()
 	close(stopRenew)
 	<-renewDone
+	w.records <- struct{}{}
+	defer func() { <-w.records }()
+	w.releaseSlots(1)
 
 	if lost.Load() {
 		// Another worker owns the delivery now; whatever this send did, the row is theirs.

@@ -62,24 +62,31 @@ func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []
 		cols.add(cs[i])
 	}
 	done := make(map[uuid.UUID]bool, len(live))
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, completeSetSQL, cols.args()...)
+	run := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) error {
+		rows, err := q.Query(ctx, completeSetSQL, cols.args()...)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id uuid.UUID
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		for _, id := range ids {
 			done[id] = true
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return outbox.BeforeCommit(ctx)
-	})
+		return err
+	}
+	var err error
+	if outbox.HasBeforeCommit(ctx) {
+		err = s.tx(ctx, func(tx pgx.Tx) error {
+			if err := run(tx); err != nil {
+				return err
+			}
+			return outbox.BeforeCommit(ctx)
+		})
+	} else {
+		// One statement is its own transaction: no BEGIN and COMMIT round trips.
+		err = run(s.pool)
+	}
 	if err != nil {
 		return false
 	}
