@@ -36,6 +36,8 @@ type storageHealth struct {
 }
 
 type workerHealth struct {
+	// Disabled is `worker off`: not running is then the configuration, not a problem.
+	Disabled            bool       `json:"disabled,omitempty"`
 	Running             bool       `json:"running"`
 	Owner               string     `json:"owner"`
 	LastTick            *time.Time `json:"last_tick,omitempty"`
@@ -98,12 +100,13 @@ func (a *App) health(ctx context.Context) Health {
 	}
 
 	poll := a.pollInterval()
-	h.Worker = workerHealth{Running: a.worker.Running(), Owner: a.worker.Owner(), PollIntervalSeconds: poll.Seconds()}
+	h.Worker = workerHealth{Disabled: a.workerDisabled(), Running: a.worker.Running(), Owner: a.worker.Owner(), PollIntervalSeconds: poll.Seconds()}
 	if last := a.worker.LastTick(); !last.IsZero() {
 		h.Worker.LastTick = &last
 		h.Worker.SinceLastTickSecs = time.Since(last).Seconds()
 	}
 	switch {
+	case h.Worker.Disabled:
 	case !h.Worker.Running:
 		h.Problems = append(h.Problems, "worker not running")
 	case h.Worker.LastTick == nil || time.Since(*h.Worker.LastTick) > staleTicks*poll:

@@ -75,6 +75,10 @@ type App struct {
 // WorkerConfig is the JSON twin of the `worker { ... }` block. Zero values mean the
 // defaults of outbox.WorkerConfig.
 type WorkerConfig struct {
+	// Disabled runs no worker in this instance (`worker off`): it takes submissions and,
+	// with notifications on, wakes the workers of the instances that deliver them, but
+	// sends nothing itself. For intake and delivery scaled separately on PostgreSQL.
+	Disabled bool `json:"disabled,omitempty"`
 	// Concurrency is the most sends in flight. Default 8.
 	Concurrency int `json:"concurrency,omitempty"`
 	// PollInterval is the tick that finds due work even without a wake-up. Default 15s.
@@ -217,6 +221,10 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 	return wc
 }
 
+// workerDisabled reports `worker off`. The worker is still built (never started): its
+// Broadcast wakes other instances' workers after each accepted submission.
+func (a *App) workerDisabled() bool { return a.Worker != nil && a.Worker.Disabled }
+
 // attempts returns the App's attempt budgets for handlers to plan deliveries with.
 func (a *App) attempts() (email, webhook int) {
 	email, webhook = outbox.DefaultEmailAttempts, outbox.DefaultWebhookAttempts
@@ -241,7 +249,9 @@ func (a *App) Start() error {
 	} else {
 		a.logger.Info("email provider", zap.String("providers", a.emailProviderName))
 	}
-	if err := a.worker.Start(a.ctx); err != nil {
+	if a.workerDisabled() {
+		a.logger.Info("worker off: this instance takes submissions and delivers none")
+	} else if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	if a.replayer != nil {

@@ -137,7 +137,14 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 
 func parseWorker(d *caddyfile.Dispenser) (*WorkerConfig, error) {
 	if d.NextArg() {
-		return nil, d.ArgErr()
+		// `worker off`: an intake-only instance; nothing else to tune then.
+		if d.Val() != "off" || d.NextArg() {
+			return nil, d.Errf("worker: want a block or off, got %q", d.Val())
+		}
+		if d.NextBlock(d.Nesting()) {
+			return nil, d.Err("worker off takes no block")
+		}
+		return &WorkerConfig{Disabled: true}, nil
 	}
 	wc := new(WorkerConfig)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
