@@ -28,16 +28,12 @@ WITH s AS (
 	RETURNING id
 ), d AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
-	SELECT d.id::uuid, s.id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts,
-		d.next_attempt_at, d.lease_owner, d.lease_token, d.locked_until, d.last_error, d.provider,
-		d.provider_message_id, d.payload::json, d.created_at, d.updated_at, d.sent_at
+	SELECT ` + plannedDeliveryValues + `
 	FROM s, unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[],
 		$17::int[], $18::timestamptz[], $19::text[], $20::text[], $21::timestamptz[], $22::text[],
 		$23::text[], $24::text[], $25::text[], $26::timestamptz[], $27::timestamptz[],
 		$28::timestamptz[])
-		AS d(id, route, channel, recipient, status, attempts, max_attempts, next_attempt_at,
-			lease_owner, lease_token, locked_until, last_error, provider, provider_message_id,
-			payload, created_at, updated_at, sent_at)
+		AS d(id, ` + plannedDeliveryFields + `)
 ), e AS (
 	INSERT INTO events (kind, submission_id, data, at)
 	SELECT $29, s.id, $30::json, $10 FROM s
@@ -46,6 +42,18 @@ WITH s AS (
 	FROM s, unnest($31::text[], $32::text[], $33::timestamptz[]) AS x(kind, data, at)
 )
 SELECT id FROM s`
+
+// plannedDeliveryFields names the unnested delivery arrays of acceptOneSQL and
+// acceptSetSQL (after the ids), and plannedDeliveryValues makes deliveries' columns of
+// them, given the inserted submission s.
+const (
+	plannedDeliveryFields = `route, channel, recipient, status, attempts, max_attempts, next_attempt_at,
+			lease_owner, lease_token, locked_until, last_error, provider, provider_message_id,
+			payload, created_at, updated_at, sent_at`
+	plannedDeliveryValues = `d.id::uuid, s.id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts,
+		d.next_attempt_at, d.lease_owner, d.lease_token, d.locked_until, d.last_error, d.provider,
+		d.provider_message_id, d.payload::json, d.created_at, d.updated_at, d.sent_at`
+)
 
 // duplicateSQL finds what a duplicate collided with, as Accept does. It runs as its own
 // statement after the insert so that its snapshot sees a conflicting row that another
@@ -75,6 +83,13 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 		live = append(live, i)
 	}
 	sortKeyed(items, live)
+
+	// One set-based statement for the batch; the pipeline below when a submission id
+	// appears twice, or when the statement failed (it then also finds an item whose own
+	// row is bad, or fails the batch as a whole).
+	if len(live) > 1 && distinctSubmissions(items, live) && s.acceptSet(ctx, items, args, live, out) {
+		return out
+	}
 
 	isolate(live, func(live []int) (int, error) { return s.acceptRun(ctx, items, args, live, out) },
 		func(i int, err error) {
@@ -108,34 +123,40 @@ func (s *Store) acceptRun(ctx context.Context, items []outbox.AcceptItem, args [
 			}
 			return nil
 		})
-		if err != nil || len(dups) == 0 {
-			if err != nil {
-				return err
-			}
-			return outbox.BeforeCommit(ctx)
+		if err != nil {
+			return err
 		}
 		// A failure here is the transaction's, not a row's: bad stays -1.
-		_, err = pipeline(ctx, tx, duplicateSQL, dups, func(i int) []any {
-			sub := items[i].Submission
-			return []any{sub.ID, sub.Form, args[i][6]}
-		}, func(i int, row pgx.Row) error {
-			var (
-				res    outbox.AcceptResult
-				status string
-			)
-			if err := row.Scan(&res.ID, &status); err != nil {
-				return fmt.Errorf("look up duplicate of %s: %w", items[i].Submission.ID, err)
-			}
-			res.Status, res.Duplicate = outbox.SubmissionStatus(status), true
-			out[i] = outbox.AcceptOutcome{Result: res}
-			return nil
-		})
-		if err != nil {
+		if err := s.lookUpDuplicates(ctx, tx, items, args, dups, out); err != nil {
 			return err
 		}
 		return outbox.BeforeCommit(ctx)
 	})
 	return bad, err
+}
+
+// lookUpDuplicates answers each item in dups, whose insert was skipped, with what it
+// duplicated.
+func (s *Store) lookUpDuplicates(ctx context.Context, tx pgx.Tx, items []outbox.AcceptItem, args [][]any, dups []int, out []outbox.AcceptOutcome) error {
+	if len(dups) == 0 {
+		return nil
+	}
+	_, err := pipeline(ctx, tx, duplicateSQL, dups, func(i int) []any {
+		sub := items[i].Submission
+		return []any{sub.ID, sub.Form, args[i][6]}
+	}, func(i int, row pgx.Row) error {
+		var (
+			res    outbox.AcceptResult
+			status string
+		)
+		if err := row.Scan(&res.ID, &status); err != nil {
+			return fmt.Errorf("look up duplicate of %s: %w", items[i].Submission.ID, err)
+		}
+		res.Status, res.Duplicate = outbox.SubmissionStatus(status), true
+		out[i] = outbox.AcceptOutcome{Result: res}
+		return nil
+	})
+	return err
 }
 
 // sortKeyed reorders the keyed items among live into (form, key) order, leaving unkeyed
