@@ -26,23 +26,16 @@ import (
 
 // The intake Caddyfile: one form with two webhook deliveries (so each submission is the
 // same transaction pgbench runs: submission + 2 deliveries + event), and a `respond`
-// route on the same server as the HTTP ceiling. The worker runs as in production, but
-// its webhook target is a closed port and the first retry is an hour away, so it does
-// one quick failed attempt per delivery and then stays out of the way.
+// route on the same server as the HTTP ceiling. The instance runs with `worker off` (an
+// intake-only instance, as when intake and delivery are scaled separately), so intake is
+// measured doing the same writes as pgbench and nothing else. The admin endpoint listens
+// on a loopback port so a run can be profiled (/debug/pprof/profile).
 const intakeCaddyfile = `{
-	admin off
+	admin 127.0.0.1:{{ADMIN}}
 	storage file_system {{DIR}}/caddy
 	form_outbox {
 		storage {{STORAGE}}
-		worker {
-			concurrency 4
-			notifications off
-			poll_interval 1h
-		}
-		retry {
-			base 1h
-			max_delay 2h
-		}
+		worker off
 	}
 }
 http://127.0.0.1:{{PORT}} {
@@ -67,11 +60,15 @@ func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	admin, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(cfg.tmp, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cf := strings.NewReplacer("{{DIR}}", dir, "{{STORAGE}}", storage, "{{PORT}}", strconv.Itoa(port)).Replace(intakeCaddyfile)
+	cf := strings.NewReplacer("{{DIR}}", dir, "{{STORAGE}}", storage, "{{PORT}}", strconv.Itoa(port), "{{ADMIN}}", strconv.Itoa(admin)).Replace(intakeCaddyfile)
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(cf), 0o600); err != nil {
 		return nil, err
@@ -86,6 +83,7 @@ func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	logf("caddy %s: admin (pprof) at http://127.0.0.1:%d/debug/pprof/", name, admin)
 	p := &caddyProc{cmd: cmd, port: port, done: make(chan struct{})}
 	go func() { cmd.Wait(); log.Close(); close(p.done) }()
 	deadline := time.Now().Add(30 * time.Second)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +44,7 @@ func main() {
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
 	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim), for profiling; the report then lacks the others")
+	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -66,7 +68,14 @@ func main() {
 	if cfg.dsn == "" {
 		cfg.dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
-	cfg.conns = []int{1, 8, 32, 64}
+	for _, c := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "bench: -conns: want positive integers, got", c)
+			os.Exit(2)
+		}
+		cfg.conns = append(cfg.conns, n)
+	}
 	if cfg.quick {
 		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 2*time.Second, 5000, 10_000, 50_000, 30
 	} else {
