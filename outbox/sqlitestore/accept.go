@@ -70,7 +70,7 @@ func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
 }
 
 // acceptIn is Accept's work inside the caller's write transaction.
-func acceptIn(ctx context.Context, tx *sql.Tx, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
+func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
 	created, key := p.created, p.key
 	// The single writer connection serializes Accepts, so looking first is race-free.
 	var id, status string

@@ -19,7 +19,8 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 	for i, it := range items {
 		prepared[i], out[i].Err = prepareAccept(it.Submission)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := newTxStmts(sqlTx)
 		for i, it := range items {
 			if out[i].Err != nil {
 				continue
@@ -59,7 +60,7 @@ func (e errSavepoint) Unwrap() error { return e.err }
 // inSavepoint runs fn inside a savepoint, rolled back to if fn fails. An error fn returns
 // comes back as is (the transaction is still usable); a failing savepoint statement comes
 // back as errSavepoint.
-func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
+func inSavepoint(ctx context.Context, tx txQuerier, fn func() error) error {
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_item`); err != nil {
 		return errSavepoint{err}
 	}
