@@ -17,7 +17,8 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	for i, c := range cs {
 		errs[i] = checkCompletion(c)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := newTxStmts(sqlTx)
 		for i, c := range cs {
 			if errs[i] != nil {
 				continue

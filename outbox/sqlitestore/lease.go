@@ -59,7 +59,7 @@ func checkCompletion(c outbox.Completion) error {
 }
 
 // completeIn is Complete's work inside the caller's write transaction.
-func completeIn(ctx context.Context, tx *sql.Tx, c outbox.Completion) error {
+func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 	now := orNow(c.Now)
 	next := c.NextAttemptAt
 	if next.IsZero() {
