@@ -174,6 +174,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.store, a.storeKey = store, sc.poolKey()
+	if sc.Driver == DriverSQLite {
+		// One writer connection: a second shared transaction would only queue behind the
+		// first with a smaller batch.
+		a.group.Flushers = 1
+	}
 
 	a.worker = outbox.NewWorker(a.workerConfig(sender))
 	if err := a.provisionOps(); err != nil {

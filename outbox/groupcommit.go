@@ -33,11 +33,14 @@ type BatchAccepter interface {
 
 // Group commit defaults: one PostgreSQL or SQLite commit costs a disk flush, so sharing it
 // between up to 64 submissions multiplies intake past the per-commit limit; the linger is
-// short enough to stay invisible next to an HTTP round trip.
+// short enough to stay invisible next to an HTTP round trip. Up to 4 shared transactions
+// run at once, so that a commit waiting for its flush does not hold the next batch back
+// (PostgreSQL merges concurrent commits' flushes); a store with a single writer is better
+// served by Flushers 1.
 const (
 	DefaultGroupCommitMax      = 64
-	DefaultGroupCommitLinger   = 2 * time.Millisecond
-	DefaultGroupCommitFlushers = 2
+	DefaultGroupCommitLinger   = time.Millisecond
+	DefaultGroupCommitFlushers = 4
 	DefaultGroupCommitTimeout  = 10 * time.Second
 )
 

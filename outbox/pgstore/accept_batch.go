@@ -137,7 +137,7 @@ func (s *Store) acceptRun(ctx context.Context, items []outbox.AcceptItem, args [
 
 // lookUpDuplicates answers each item in dups, whose insert was skipped, with what it
 // duplicated.
-func (s *Store) lookUpDuplicates(ctx context.Context, tx pgx.Tx, items []outbox.AcceptItem, args [][]any, dups []int, out []outbox.AcceptOutcome) error {
+func (s *Store) lookUpDuplicates(ctx context.Context, tx batchSender, items []outbox.AcceptItem, args [][]any, dups []int, out []outbox.AcceptOutcome) error {
 	if len(dups) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,15 +47,27 @@ WITH s AS (
 )
 SELECT id FROM s`
 
-// acceptSet writes the live items (each submission id once) with acceptSetSQL in one
-// transaction, looks up what the skipped ones duplicated, and reports whether it did; on
-// false nothing was written and out is untouched, and the caller falls back to the
+// acceptSet writes the live items (each submission id once) with acceptSetSQL and looks
+// up what the skipped ones duplicated. It reports false when the statement failed: then
+// nothing was written and out is untouched, and the caller falls back to the
 // per-statement pipeline, which also sets aside an item whose own row is bad.
+//
+// Without a before-commit hook the statement runs as its own transaction (no BEGIN and
+// COMMIT round trips), and duplicates are looked up after it committed: what they
+// collided with was committed too, by then. If only that lookup fails, the duplicates get
+// the error (their insert wrote nothing, so a retry is safe) and the rest their ids.
 func (s *Store) acceptSet(ctx context.Context, items []outbox.AcceptItem, args [][]any, live []int, out []outbox.AcceptOutcome) bool {
 	cols := acceptColumns(args, live)
 	res := make([]outbox.AcceptOutcome, len(items))
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, acceptSetSQL, cols...)
+	var dups []int
+	insert := func(q pgx.Tx) error {
+		var rows pgx.Rows
+		var err error
+		if q != nil {
+			rows, err = q.Query(ctx, acceptSetSQL, cols...)
+		} else {
+			rows, err = s.pool.Query(ctx, acceptSetSQL, cols...)
+		}
 		if err != nil {
 			return err
 		}
@@ -66,7 +79,7 @@ func (s *Store) acceptSet(ctx context.Context, items []outbox.AcceptItem, args [
 		for _, id := range ids {
 			inserted[id] = true
 		}
-		var dups []int
+		dups = dups[:0]
 		for _, i := range live {
 			sub := items[i].Submission
 			if inserted[sub.ID] {
@@ -75,13 +88,30 @@ func (s *Store) acceptSet(ctx context.Context, items []outbox.AcceptItem, args [
 				dups = append(dups, i)
 			}
 		}
-		if err := s.lookUpDuplicates(ctx, tx, items, args, dups, res); err != nil {
-			return err
+		return nil
+	}
+	if outbox.HasBeforeCommit(ctx) {
+		err := s.tx(ctx, func(tx pgx.Tx) error {
+			if err := insert(tx); err != nil {
+				return err
+			}
+			if err := s.lookUpDuplicates(ctx, tx, items, args, dups, res); err != nil {
+				return err
+			}
+			return outbox.BeforeCommit(ctx)
+		})
+		if err != nil {
+			return false
 		}
-		return outbox.BeforeCommit(ctx)
-	})
-	if err != nil {
-		return false
+	} else {
+		if err := insert(nil); err != nil {
+			return false
+		}
+		if err := s.lookUpDuplicates(ctx, s.pool, items, args, dups, res); err != nil {
+			for _, i := range dups {
+				res[i] = outbox.AcceptOutcome{Err: fmt.Errorf("accept submission %s: %w", items[i].Submission.ID, err)}
+			}
+		}
 	}
 	for _, i := range live {
 		out[i] = res[i]

@@ -42,7 +42,7 @@ func isolate(live []int, run func(live []int) (int, error), own, whole func(i in
 // result row to scan (which sees pgx.ErrNoRows when the statement returned nothing). The
 // first error scan returns stops the reading; its position in live comes back when it is
 // a row error (else -1).
-func pipeline(ctx context.Context, tx pgx.Tx, query string, live []int, args func(i int) []any, scan func(i int, row pgx.Row) error) (int, error) {
+func pipeline(ctx context.Context, tx batchSender, query string, live []int, args func(i int) []any, scan func(i int, row pgx.Row) error) (int, error) {
 	b := &pgx.Batch{}
 	for _, i := range live {
 		b.Queue(query, args(i)...)
@@ -58,6 +58,11 @@ func pipeline(ctx context.Context, tx pgx.Tx, query string, live []int, args fun
 		}
 	}
 	return -1, br.Close()
+}
+
+// batchSender is a transaction or the pool (each statement its own transaction).
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // rowError tells an error caused by one row's data (a data exception such as a NUL byte
