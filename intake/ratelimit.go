@@ -96,7 +96,10 @@ func (l *limiter) allow(client string, now time.Time) (ok bool, retryAfter time.
 func (l *limiter) storeQuota(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.quotaStart) >= time.Duration(l.cfg.Window) || now.Before(l.quotaStart) {
+	// A now before the window's start is not a new window: concurrent requests take their
+	// time before they get here, so an earlier one can arrive after a later one opened
+	// the window, and resetting the quota then let one more row past the cap.
+	if now.Sub(l.quotaStart) >= time.Duration(l.cfg.Window) {
 		l.quotaStart, l.quotaUsed = now, 0
 	}
 	if l.quotaUsed >= l.cfg.MaxStored {
