@@ -103,7 +103,7 @@ func (r *report) markdown() string {
 	}
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
-	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit), driven by vegeta with N keep-alive connections in a closed loop; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL.\n\n")
+	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by vegeta with N keep-alive connections in a closed loop; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL.\n\n")
 	kinds := []string{"respond", "pgbench", "pg-accept", "pg-caddy", "sqlite-accept", "sqlite-caddy"}
 	b.WriteString("| conns |")
 	for _, k := range kinds {
@@ -139,7 +139,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "| Commit-to-send, notifications off (poll interval %v) | p50 %s, p99 %s |\n", offPollInterval, ms(r.c2sOff[0]), ms(r.c2sOff[1]))
 	for _, c := range r.claim {
 		if c[1] > 0 {
-			fmt.Fprintf(&b, "| Claim of 10 due rows with %d finished rows | p50 %s, p99 %s |\n", int(c[0]), ms(c[1]), ms(c[2]))
+			fmt.Fprintf(&b, "| Claim of 10 due rows with %d finished rows (vacuumed, analyzed, warm) | p50 %s, p99 %s |\n", int(c[0]), ms(c[1]), ms(c[2]))
 		}
 	}
 	if len(r.failures) > 0 {
