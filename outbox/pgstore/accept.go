@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -74,7 +73,7 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 
 		b := &pgx.Batch{}
 		for i := range deliveries {
-			d := plannedDelivery(sub, deliveries[i], created)
+			d := outbox.PlannedDelivery(sub, deliveries[i], created)
 			payload := string(d.Payload)
 			if len(d.Payload) == 0 {
 				payload = "{}"
@@ -119,28 +118,4 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: %w", sub.ID, err)
 	}
 	return res, nil
-}
-
-// plannedDelivery fills what the caller may leave unset.
-func plannedDelivery(sub *outbox.Submission, d outbox.Delivery, created time.Time) outbox.Delivery {
-	if d.ID == uuid.Nil {
-		d.ID = uuid.Must(uuid.NewV7())
-	}
-	d.SubmissionID = sub.ID
-	if d.Status == "" {
-		d.Status = outbox.DeliveryPending
-		if sub.Status != outbox.SubmissionAccepted {
-			d.Status = outbox.DeliverySkipped
-		}
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = created
-	}
-	if d.UpdatedAt.IsZero() {
-		d.UpdatedAt = d.CreatedAt
-	}
-	if d.NextAttemptAt.IsZero() {
-		d.NextAttemptAt = d.CreatedAt
-	}
-	return d
 }

@@ -217,7 +217,7 @@ func acceptArgs(sub *outbox.Submission, deliveries []outbox.Delivery) ([]any, er
 		locked, sent                                = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
 	)
 	for i := range deliveries {
-		d := plannedDelivery(sub, deliveries[i], created)
+		d := outbox.PlannedDelivery(sub, deliveries[i], created)
 		ids[i], routes[i], channels[i], recipients[i], statuses[i] = d.ID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status)
 		attempts[i], maxAttempts[i] = int32(d.Attempts), int32(d.MaxAttempts)
 		next[i], created2[i], updated[i] = d.NextAttemptAt, d.CreatedAt, d.UpdatedAt

@@ -95,7 +95,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		return outbox.AcceptResult{}, fmt.Errorf("insert submission: %w", err)
 	}
 	for i := range deliveries {
-		d := plannedDelivery(sub, deliveries[i], created)
+		d := outbox.PlannedDelivery(sub, deliveries[i], created)
 		payload := string(d.Payload)
 		if len(d.Payload) == 0 {
 			payload = "{}"
@@ -126,28 +126,4 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		}
 	}
 	return outbox.AcceptResult{ID: sub.ID, Status: sub.Status}, nil
-}
-
-// plannedDelivery fills what the caller may leave unset.
-func plannedDelivery(sub *outbox.Submission, d outbox.Delivery, created time.Time) outbox.Delivery {
-	if d.ID == uuid.Nil {
-		d.ID = uuid.Must(uuid.NewV7())
-	}
-	d.SubmissionID = sub.ID
-	if d.Status == "" {
-		d.Status = outbox.DeliveryPending
-		if sub.Status != outbox.SubmissionAccepted {
-			d.Status = outbox.DeliverySkipped
-		}
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = created
-	}
-	if d.UpdatedAt.IsZero() {
-		d.UpdatedAt = d.CreatedAt
-	}
-	if d.NextAttemptAt.IsZero() {
-		d.NextAttemptAt = d.CreatedAt
-	}
-	return d
 }
