@@ -25,7 +25,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/providers/internal/fakehttp"
 )
@@ -92,9 +91,9 @@ type Sent struct {
 // Server is the fake. Safe for concurrent use.
 type Server struct {
 	fakehttp.Script[Reply]
-	srv  *fakehttp.Server
-	ids  atomic.Int64
-	sent fakehttp.Log[Sent]
+	*fakehttp.Server // Requests, Count, WaitCount, URL, Refuse, Resume, Close
+	ids              atomic.Int64
+	sent             fakehttp.Log[Sent]
 
 	mu     sync.Mutex
 	apiKey string
@@ -108,12 +107,12 @@ func New() *Server {
 	if err != nil {
 		panic(err)
 	}
-	s.srv = srv
+	s.Server = srv
 	return s
 }
 
 // URL is the base URL to configure (`endpoint` / resend.Config.Endpoint).
-func (s *Server) URL() string { return s.srv.URL() }
+func (s *Server) URL() string { return s.Server.URL() }
 
 // RequireAPIKey makes requests without "Authorization: Bearer key" fail as Resend does
 // (401 without a key, 403 with another one).
@@ -184,23 +183,5 @@ func errorAnswer(r Reply) (fakehttp.Action, int, http.Header, []byte) {
 	return fakehttp.Answer, status, h, fakehttp.JSON(map[string]any{"statusCode": status, "name": r.Name, "message": r.Message})
 }
 
-// Requests returns every request received, in order, including failed and hung ones.
-func (s *Server) Requests() []Request { return s.srv.Requests() }
-
-// Count is the number of requests received.
-func (s *Server) Count() int { return s.srv.Count() }
-
-// WaitCount waits for at least n requests.
-func (s *Server) WaitCount(n int, timeout time.Duration) error { return s.srv.WaitCount(n, timeout) }
-
 // Emails returns the accepted emails, one per idempotency key, in order.
 func (s *Server) Emails() []Sent { return s.sent.All() }
-
-// Refuse makes connections fail (connection refused) until Resume.
-func (s *Server) Refuse() { s.srv.Refuse() }
-
-// Resume accepts connections again on the same address.
-func (s *Server) Resume() error { return s.srv.Resume() }
-
-// Close stops the fake, releasing hung requests.
-func (s *Server) Close() { s.srv.Close() }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/providers/internal/fakehttp"
 )
@@ -121,9 +120,9 @@ type Sent struct {
 // Server is the fake. Safe for concurrent use.
 type Server struct {
 	fakehttp.Script[Reply]
-	srv  *fakehttp.Server
-	ids  atomic.Int64
-	sent fakehttp.Log[Sent]
+	*fakehttp.Server // Requests, Count, WaitCount, URL, Refuse, Resume, Close
+	ids              atomic.Int64
+	sent             fakehttp.Log[Sent]
 }
 
 // New starts a fake SES on a free loopback port. It panics if it cannot listen.
@@ -133,12 +132,12 @@ func New() *Server {
 	if err != nil {
 		panic(err)
 	}
-	s.srv = srv
+	s.Server = srv
 	return s
 }
 
 // URL is the endpoint to configure (`endpoint` / ses.Config.Endpoint).
-func (s *Server) URL() string { return s.srv.URL() }
+func (s *Server) URL() string { return s.Server.URL() }
 
 func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
 	if r.Method != http.MethodPost || r.Path != Path {
@@ -186,23 +185,5 @@ func errorAnswer(r Reply) (fakehttp.Action, int, http.Header, []byte) {
 	return fakehttp.Answer, status, h, fakehttp.JSON(map[string]string{"__type": typ, "message": r.Message})
 }
 
-// Requests returns every request received, in order, including failed and hung ones.
-func (s *Server) Requests() []Request { return s.srv.Requests() }
-
-// Count is the number of requests received.
-func (s *Server) Count() int { return s.srv.Count() }
-
-// WaitCount waits for at least n requests.
-func (s *Server) WaitCount(n int, timeout time.Duration) error { return s.srv.WaitCount(n, timeout) }
-
 // Sent returns the emails answered with 200, in order.
 func (s *Server) Sent() []Sent { return s.sent.All() }
-
-// Refuse makes connections fail (connection refused) until Resume.
-func (s *Server) Refuse() { s.srv.Refuse() }
-
-// Resume accepts connections again on the same address.
-func (s *Server) Resume() error { return s.srv.Resume() }
-
-// Close stops the fake, releasing hung requests.
-func (s *Server) Close() { s.srv.Close() }
