@@ -36,8 +36,9 @@ func (c *countingStore) CompleteBatch(ctx context.Context, cs []outbox.Completio
 var _ outbox.BatchCompleter = (*countingStore)(nil)
 
 // TestWorkerClaimsInBatches: with sends finishing one by one, the worker must not claim
-// again for every slot that frees (one transaction and commit per row), but wait for half
-// a batch of free slots; and completions that finish together share CompleteBatch calls.
+// again for every slot that frees (one transaction and commit per row), but wait for three
+// quarters of a batch of free slots; and completions that finish together share
+// CompleteBatch calls.
 func TestWorkerClaimsInBatches(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s outbox.Store) {
 		if _, ok := s.(outbox.BatchCompleter); !ok {
@@ -60,14 +61,15 @@ func TestWorkerClaimsInBatches(t *testing.T) {
 
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
-		// Every claim asks for at least half a batch; all but the last of the pass come
-		// back full, so n rows take at most n/(batch/2) full claims and one short one.
+		// Every claim asks for at least three quarters of a batch; all but the last of the
+		// pass come back full, so n rows take at most n/need full claims and one short one.
+		need := batch * 3 / 4
 		for i, l := range cs.claimLimits {
-			if l < batch/2 {
-				t.Errorf("claim %d asked for %d rows, want at least %d (half a batch)", i, l, batch/2)
+			if l < need {
+				t.Errorf("claim %d asked for %d rows, want at least %d (three quarters of a batch)", i, l, need)
 			}
 		}
-		if most := n/(batch/2) + 1; len(cs.claimLimits) > most {
+		if most := n/need + 1; len(cs.claimLimits) > most {
 			t.Errorf("%d claims for %d deliveries, want at most %d: %v", len(cs.claimLimits), n, most, cs.claimLimits)
 		}
 		total, biggest := 0, 0

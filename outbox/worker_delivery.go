@@ -13,11 +13,20 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers"
 )
 
+// recordsPerSlot is how many outcomes per send slot may wait for their write. With one
+// per slot, a completion write in progress held as many outcomes as there are slots, so
+// sends that returned meanwhile kept their slots and the next claim waited for that
+// commit; with four, claims and completion writes overlap (burn-down with one completion
+// writer: 11,200 -> 14,200 deliveries/s). The leases of waiting outcomes run on; the
+// write is milliseconds, the lease minutes.
+const recordsPerSlot = 4
+
 // process sends one claimed delivery and records what happened. It owns one send slot,
 // given back as soon as the send returned: recording the outcome is a store write that
 // waits for company (completebatch.go), and the next claim need not wait for it. A
 // record slot, taken before the send slot is given back, bounds the outcomes waiting to
-// be written to Concurrency, so a slow store slows the sends down instead of piling up.
+// be written to recordsPerSlot x Concurrency, so a slow store slows the sends down
+// instead of piling up.
 func (w *Worker) process(d Delivery) {
 	defer w.inflight.Done()
 
