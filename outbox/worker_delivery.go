@@ -34,14 +34,13 @@ func (w *Worker) process(d Delivery) {
 	defer cancel()
 
 	var lost atomic.Bool
-	stopRenew := make(chan struct{})
 	renewDone := make(chan struct{})
-	go w.renew(ctx, d, &lost, cancel, stopRenew, renewDone)
+	go w.renew(ctx, d, &lost, cancel, renewDone)
 
 	started := w.cfg.Now()
 	res, err := w.send(ctx, d)
 	finished := w.cfg.Now()
-	close(stopRenew)
+	cancel() // the send is over: ends the renewals
 	<-renewDone
 	w.records <- struct{}{}
 	defer func() { <-w.records }()
@@ -70,14 +69,13 @@ func (w *Worker) send(ctx context.Context, d Delivery) (res providers.Result, er
 	return w.cfg.Sender.Send(ctx, d)
 }
 
-// renew extends the lease every third of its length while the send runs, so a slow but
-// healthy send keeps its delivery; if the lease turns out to be lost, it cancels the send.
-func (w *Worker) renew(ctx context.Context, d Delivery, lost *atomic.Bool, cancelSend context.CancelFunc, stop, done chan struct{}) {
+// renew extends the lease every third of its length while the send runs (until ctx, the
+// send's context, ends), so a slow but healthy send keeps its delivery; if the lease
+// turns out to be lost, it cancels the send.
+func (w *Worker) renew(ctx context.Context, d Delivery, lost *atomic.Bool, cancelSend context.CancelFunc, done chan struct{}) {
 	defer close(done)
 	for {
 		select {
-		case <-stop:
-			return
 		case <-ctx.Done():
 			return
 		case <-w.cfg.After(w.cfg.Lease / 3):
