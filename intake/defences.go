@@ -22,10 +22,10 @@ import (
 //  6. Captcha, only for a post still accepted (no verifier call for junk): missing or
 //     rejected token spam/captcha_failed; verifier slow, down or misconfigured
 //     quarantined/captcha_unavailable, so a real lead is kept for review.
-func (c *Config) screen(r *http.Request, res *Result, sp specials, ip string, unknown []string, now time.Time) error {
+func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash string, unknown []string, now time.Time) error {
 	sub := res.Submission
 	if c.recent != nil && sub.IdempotencyKey == "" {
-		res.dedupeKey = dedupeKey(sub, c.hashIP(ip))
+		res.dedupeKey = dedupeKey(sub, ipHash)
 		if prior, ok := c.recent.lookup(res.dedupeKey, now); ok {
 			c.counters.Deduplicated.Add(1)
 			prior.Duplicate = true

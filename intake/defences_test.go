@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,12 +106,21 @@ func TestClientIPModes(t *testing.T) {
 		if err := c.Provision(); err != nil {
 			t.Fatal(err)
 		}
-		got := mustParse(t, c, postForm(form(validContact...))).Submission.Meta.ClientIP
+		res := mustParse(t, c, postForm(form(validContact...)))
+		got := res.Submission.Meta.ClientIP
 		if want == "hash" {
 			want = c.hashIP("192.0.2.1")
+			if len(want) != clientIPHashHex || strings.Contains(want, "192.0.2.1") {
+				t.Errorf("client_ip %q: hash %q is not %d hex characters of a keyed hash", mode, want, clientIPHashHex)
+			}
 		}
 		if got != want {
 			t.Errorf("client_ip %q: stored %q, want %q", mode, got, want)
+		}
+		// Dedupe keys on the hashed address whatever is stored, so it works in every mode.
+		c.Remember(res, stored(res))
+		if again := mustParse(t, c, postForm(form(validContact...))); again.Stored == nil || again.Stored.ID != res.Submission.ID {
+			t.Errorf("client_ip %q: an identical post from the same client was not deduplicated", mode)
 		}
 	}
 }

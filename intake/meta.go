@@ -21,8 +21,9 @@ const (
 // meta records where a post came from without keeping the visitor's address: the
 // client IP is stored as a keyed hash, which lets an operator group a flood by client
 // but cannot be reversed by hashing the IPv4 space without the key.
-// `client_ip full` keeps the address itself and `client_ip off` nothing.
-func (c *Config) meta(r *http.Request, ip string) outbox.Meta {
+// `client_ip full` keeps the address itself and `client_ip off` nothing. ipHash is
+// c.hashIP(ip), made once by Parse.
+func (c *Config) meta(r *http.Request, ip, ipHash string) outbox.Meta {
 	m := outbox.Meta{
 		Origin:    headerText(r.Header.Get("Origin"), maxURLHeaderLength),
 		Referer:   headerText(r.Header.Get("Referer"), maxURLHeaderLength),
@@ -33,7 +34,7 @@ func (c *Config) meta(r *http.Request, ip string) outbox.Meta {
 		m.ClientIP = headerText(ip, maxURLHeaderLength)
 	case ClientIPOff:
 	default:
-		m.ClientIP = c.hashIP(ip)
+		m.ClientIP = ipHash
 	}
 	return m
 }

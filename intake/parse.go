@@ -43,19 +43,20 @@ func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
 		return nil, fmt.Errorf("intake: submission id: %w", err)
 	}
 	ip := c.clientIP(r)
+	ipHash := c.hashIP(ip) // once: the stored meta and the dedupe key both use it
 	sub := &outbox.Submission{
 		ID:             id,
 		Form:           c.Form,
 		Status:         outbox.SubmissionAccepted,
 		Data:           data,
-		Meta:           c.meta(r, ip),
+		Meta:           c.meta(r, ip, ipHash),
 		IdempotencyKey: sp.idempotencyKey,
 		ContentHash:    contentHash(c.Form, data),
 		Test:           sp.test,
 		CreatedAt:      now,
 	}
 	res := &Result{Submission: sub, WantsJSON: isJSON || acceptsJSON(r), Next: sp.next}
-	if err := c.screen(r, res, sp, ip, unknown, now); err != nil {
+	if err := c.screen(r, res, sp, ip, ipHash, unknown, now); err != nil {
 		return nil, err
 	}
 	if res.Stored != nil {
