@@ -577,6 +577,14 @@ func TestDeliveriesOnePerRoutePerRecipient(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("deliveries =\n%+v\nwant\n%+v", got, want)
 	}
+	// Both webhook routes send the same body, each to its own URL.
+	if len(res.Deliveries) == len(want) {
+		h1, h2 := payloadOf(t, res.Deliveries[3]), payloadOf(t, res.Deliveries[4])
+		if h1.URL != "https://hooks.example.com/1" || h2.URL != "https://hooks.example.com/2" ||
+			!strings.Contains(string(h1.Body), res.Submission.ID.String()) || string(h1.Body) != string(h2.Body) {
+			t.Errorf("webhook payloads %s %s / %s %s", h1.URL, h1.Body, h2.URL, h2.Body)
+		}
+	}
 
 	// The App's retry budgets replace the built-in defaults, not a route's own.
 	c.EmailAttempts, c.WebhookAttempts = 5, 6

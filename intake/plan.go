@@ -17,10 +17,14 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 	if sub.Status != outbox.SubmissionAccepted {
 		status = outbox.DeliverySkipped
 	}
+	// The email bodies and the webhook body are the same for every route, the subject
+	// for every recipient of a route: each is rendered once.
 	var text, html string
+	var hookBody json.RawMessage
 	var out []outbox.Delivery
 	for _, route := range c.Routes {
 		var recipients []string
+		var base outbox.Payload
 		switch route.Channel {
 		case outbox.ChannelEmail:
 			recipients = route.To
@@ -31,26 +35,25 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 					return nil, err
 				}
 			}
+			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: text, HTML: html}
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
+			if hookBody == nil {
+				var err error
+				if hookBody, err = webhookBody(sub); err != nil {
+					return nil, err
+				}
+			}
+			base = outbox.Payload{Body: hookBody}
 		default:
 			return nil, fmt.Errorf("plan route %s: unknown channel %q", route.Name, route.Channel)
 		}
 		for _, to := range recipients {
-			var p outbox.Payload
+			p := base
 			if route.Channel == outbox.ChannelEmail {
-				p = outbox.Payload{
-					To:      to,
-					ReplyTo: replyTo,
-					Subject: c.subject(route, sub.Data, sp),
-					Text:    text,
-					HTML:    html,
-				}
+				p.To = to
 			} else {
-				var err error
-				if p, err = webhookPayload(to, sub); err != nil {
-					return nil, err
-				}
+				p.URL = to
 			}
 			payload, err := json.Marshal(p)
 			if err != nil {

@@ -74,8 +74,8 @@ func emailHTML(form string, sub *outbox.Submission) (string, error) {
 	return b.String(), nil
 }
 
-// webhookBody is the JSON a webhook receives; data keeps the form's field order.
-type webhookBody struct {
+// webhookJSON is the JSON a webhook receives; data keeps the form's field order.
+type webhookJSON struct {
 	ID        string        `json:"id"`
 	Form      string        `json:"form"`
 	Status    string        `json:"status"`
@@ -83,12 +83,13 @@ type webhookBody struct {
 	Data      outbox.Fields `json:"data"`
 }
 
-func webhookPayload(url string, sub *outbox.Submission) (outbox.Payload, error) {
+// webhookBody renders what a webhook receives; every webhook route sends the same body.
+func webhookBody(sub *outbox.Submission) (json.RawMessage, error) {
 	data := sub.Data
 	if data == nil {
 		data = outbox.Fields{}
 	}
-	body, err := json.Marshal(webhookBody{
+	body, err := json.Marshal(webhookJSON{
 		ID:        sub.ID.String(),
 		Form:      sub.Form,
 		Status:    string(sub.Status),
@@ -96,7 +97,7 @@ func webhookPayload(url string, sub *outbox.Submission) (outbox.Payload, error) 
 		Data:      data,
 	})
 	if err != nil {
-		return outbox.Payload{}, fmt.Errorf("render webhook body: %w", err)
+		return nil, fmt.Errorf("render webhook body: %w", err)
 	}
-	return outbox.Payload{URL: url, Body: body}, nil
+	return body, nil
 }

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,6 +48,12 @@ func TestEmailPayload(t *testing.T) {
 	}
 	if p.URL != "" || p.Body != nil {
 		t.Errorf("email payload carries webhook parts: %+v", p)
+	}
+	// Every recipient of a route gets the same message, addressed to itself.
+	second := ps[1]
+	second.To = p.To
+	if !reflect.DeepEqual(second, p) {
+		t.Errorf("the second recipient's payload differs beyond To:\n%+v\nwant\n%+v", ps[1], p)
 	}
 }
 
