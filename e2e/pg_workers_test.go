@@ -308,6 +308,9 @@ func TestPostgresTwoInstancesExactlyOnce(t *testing.T) {
 	}
 	b.Kill()
 	heldByB := leasedByB()
+	if len(heldByB) == 0 {
+		t.Fatalf("phase 2: no lease of B left after kill -9; the takeover below would check nothing")
+	}
 	// Let the receiver notice B's connections closing before it answers anything, so
 	// that none of B's unfinished sends counts as delivered.
 	if err := waitFor(10*time.Second, func() bool { return recv.holding(heldByB, false) }); err != nil {
@@ -324,17 +327,20 @@ func TestPostgresTwoInstancesExactlyOnce(t *testing.T) {
 	if d, total, dups := recv.counts(); d != n+m || total != n+m {
 		t.Fatalf("phase 2: receiver got %d distinct deliveries in %d requests, want %d exactly once; duplicates: %v", d, total, n+m, dups)
 	}
-	// The deliveries B held were finished by A: sent, with A as the lease owner of record
-	// and B's unfinished try charged (attempts 2) but no attempt row written by B.
+	// The deliveries B held were finished by A: sent, B's unfinished try charged
+	// (attempts 2) but no attempt row written by B: the one row is A's try, number 2.
 	for _, id := range heldByB {
-		var owner string
-		var attempts, rows int
-		if err := conn.QueryRow(ctx, `SELECT lease_owner, attempts, (SELECT count(*) FROM delivery_attempts WHERE delivery_id = d.id)
-			FROM deliveries d WHERE id = $1::uuid`, id).Scan(&owner, &attempts, &rows); err != nil {
+		var status, outcome string
+		var attempts, rows, attempt int
+		if err := conn.QueryRow(ctx, `SELECT status, attempts, (SELECT count(*) FROM delivery_attempts WHERE delivery_id = d.id),
+			COALESCE((SELECT max(attempt) FROM delivery_attempts WHERE delivery_id = d.id), 0),
+			COALESCE((SELECT min(outcome) FROM delivery_attempts WHERE delivery_id = d.id), '')
+			FROM deliveries d WHERE id = $1::uuid`, id).Scan(&status, &attempts, &rows, &attempt, &outcome); err != nil {
 			t.Fatalf("delivery %s: %v", id, err)
 		}
-		if attempts != 2 || rows != 1 {
-			t.Errorf("delivery %s held by B: attempts=%d attempt rows=%d owner=%q, want 2 claims and 1 recorded try by A", id, attempts, rows, owner)
+		if status != "sent" || attempts != 2 || rows != 1 || attempt != 2 || outcome != "sent" {
+			t.Errorf("delivery %s held by B: status=%s attempts=%d attempt rows=%d (last #%d %q), want sent after 2 claims and 1 recorded try, #2 sent, by A",
+				id, status, attempts, rows, attempt, outcome)
 		}
 	}
 }

@@ -88,12 +88,21 @@ func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
 	c := newCaddy(t, caddyOpts{Caddyfile: cf})
 
 	answered := map[string]string{} // id -> answered status
+	// Every answer names a submission of its own: a missing or repeated id would shrink
+	// answered and let the counts below agree with fewer submissions than were posted.
+	addAnswered := func(id, status string) {
+		t.Helper()
+		if _, seen := answered[id]; id == "" || seen {
+			t.Fatalf("post answered %q with id %q, already answered or empty", status, id)
+		}
+		answered[id] = status
+	}
 	for i := 0; i < 3; i++ {
 		code, id, status := postKeyed(t, c, fmt.Sprintf("up-%d", i))
 		if code != http.StatusOK || status != "accepted" {
 			t.Fatalf("post with the database up: %d %q", code, status)
 		}
-		answered[id] = status
+		addAnswered(id, status)
 	}
 
 	pg.Kill()
@@ -103,7 +112,7 @@ func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
 			if code != http.StatusOK || status != "queued" {
 				t.Fatalf("post with the database down: %d %q, want 200 queued\n%s", code, status, c.Log())
 			}
-			answered[id] = status
+			addAnswered(id, status)
 		}
 	}
 	post("down", 5)
