@@ -120,16 +120,20 @@ func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, start
 	ctx, cancel := w.storeCtx()
 	err := w.recordCompletion(ctx, c)
 	cancel()
-	fields := append(deliveryFields(d), zap.String("outcome", string(c.Attempt.Outcome)))
+	// The fields are built only for a line that is written: a sent delivery logs at
+	// Debug, which is usually off, and this runs once per delivery.
+	fields := func(more ...zap.Field) []zap.Field {
+		return append(append(deliveryFields(d), zap.String("outcome", string(c.Attempt.Outcome))), more...)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrLeaseLost):
-		w.log.Warn("lease lost before recording the attempt; another worker owns the delivery", fields...)
+		w.log.Warn("lease lost before recording the attempt; another worker owns the delivery", fields()...)
 		return
 	default:
 		// Nothing was recorded; the lease expires and the delivery is tried again, which
 		// may send it twice (at-least-once) but never loses it.
-		w.log.Error("record attempt", append(fields, zap.Error(err))...)
+		w.log.Error("record attempt", fields(zap.Error(err))...)
 		return
 	}
 	d.Status = c.Status
@@ -149,9 +153,11 @@ func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, start
 	}
 	switch c.Status {
 	case DeliverySent:
-		w.log.Debug("delivery sent", append(fields, zap.String("provider", c.Provider))...)
+		if ce := w.log.Check(zap.DebugLevel, "delivery sent"); ce != nil {
+			ce.Write(fields(zap.String("provider", c.Provider))...)
+		}
 	case DeliveryFailed:
-		w.log.Info("delivery attempt failed; retry scheduled", append(fields,
+		w.log.Info("delivery attempt failed; retry scheduled", fields(
 			zap.String("provider", c.Provider),
 			zap.String("error_code", c.Attempt.ErrorCode),
 			zap.Int("http_status", c.Attempt.HTTPStatus),
@@ -159,7 +165,7 @@ func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, start
 	case DeliveryDead:
 		// Error text may quote the recipient; the log keeps to ids and classes, the
 		// attempts table has the rest.
-		w.log.Error("delivery dead", append(fields,
+		w.log.Error("delivery dead", fields(
 			zap.String("provider", c.Provider),
 			zap.String("error_code", c.Attempt.ErrorCode),
 			zap.Int("http_status", c.Attempt.HTTPStatus),

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 	"github.com/formoutbox/caddy-form-outbox/providers"
@@ -90,6 +92,17 @@ func TestBackoffDeadLetterAndManualRetry(t *testing.T) {
 		}
 		w.Wake()
 		waitFor(t, 10*time.Second, "the retried delivery to be sent", statusIs(t, s, d.ID, outbox.DeliverySent, 1))
+		// The sent line is at Debug, written after the store write.
+		waitFor(t, 10*time.Second, "a 'delivery sent' log line with the delivery's ids", func() bool {
+			for _, e := range logs.FilterMessage("delivery sent").All() {
+				f := e.ContextMap()
+				if e.Level == zapcore.DebugLevel && f["delivery_id"] == d.ID.String() && f["provider"] == "fake" && f["outcome"] == string(outbox.OutcomeSent) {
+					return true
+				}
+			}
+			return false
+		})
+		assertNoAddressesLogged(t, logs)
 
 		as := listAttempts(t, s, d.ID)
 		want := []outbox.Outcome{outbox.OutcomeAmbiguous, outbox.OutcomeTemporary, outbox.OutcomeTemporary, outbox.OutcomeSent}
