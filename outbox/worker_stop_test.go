@@ -130,6 +130,20 @@ func TestOverlappingWorkersDuringReload(t *testing.T) {
 				t.Fatalf("delivery %s handed to the provider %d times", d.ID, n)
 			}
 		}
+		// And each send is recorded once: sent on the first attempt, whichever worker sent it.
+		waitFor(t, 20*time.Second, "every delivery to be recorded sent", func() bool {
+			for _, d := range ds {
+				if !statusIs(t, s, d.ID, outbox.DeliverySent, 1)() {
+					return false
+				}
+			}
+			return true
+		})
+		for _, d := range ds {
+			if as := listAttempts(t, s, d.ID); len(as) != 1 || as[0].Outcome != outbox.OutcomeSent {
+				t.Fatalf("delivery %s: attempts %+v, want one sent attempt", d.ID, as)
+			}
+		}
 	})
 }
 
