@@ -167,8 +167,10 @@ func parseWebhookHeader(d *caddyfile.Dispenser, r *intake.Route) error {
 	if r.Headers == nil {
 		r.Headers = map[string]string{}
 	}
-	if _, dup := r.Headers[name]; dup {
-		return d.Errf("notify webhook: header %s given twice", name)
+	for k := range r.Headers {
+		if strings.EqualFold(k, name) { // header names ignore case
+			return d.Errf("notify webhook: header %s given twice", name)
+		}
 	}
 	r.Headers[name] = value
 	return nil

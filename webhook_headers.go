@@ -37,17 +37,24 @@ func checkWebhookHeader(name, value string) error {
 
 // resolveWebhookHeaders returns a copy of a route's headers with placeholders such as
 // {env.CRM_TOKEN} resolved, checked again after resolution. The route's own map keeps
-// what the user wrote.
+// what the user wrote. Names differing only in case are the same header, and the
+// provider would send one of them at random, so they are refused.
 func resolveWebhookHeaders(repl *caddy.Replacer, hs map[string]string) (map[string]string, error) {
 	if len(hs) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]string, len(hs))
+	seen := make(map[string]bool, len(hs))
 	for k, v := range hs {
 		v = repl.ReplaceKnown(v, "")
 		if err := checkWebhookHeader(k, v); err != nil {
 			return nil, err
 		}
+		ck := textproto.CanonicalMIMEHeaderKey(k)
+		if seen[ck] {
+			return nil, fmt.Errorf("header %s is given twice (header names ignore case)", ck)
+		}
+		seen[ck] = true
 		out[k] = v
 	}
 	return out, nil
