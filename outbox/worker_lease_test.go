@@ -173,7 +173,8 @@ func TestLeaseLostDuringRenewCancelsTheSend(t *testing.T) {
 			close(cancelled)
 			return &providers.Error{Class: providers.Ambiguous, Err: ctx.Err()}
 		})
-		w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), Lease: testLease,
+		cs := &countingStore{Store: s}
+		w := startWorker(t, outbox.WorkerConfig{Store: cs, Sender: router(p), Lease: testLease,
 			PollInterval: time.Hour, Now: clock.Now, After: clock.After})
 		waitFor(t, 10*time.Second, "the send to start", func() bool { return p.Calls(d.ID.String()) == 1 })
 		waitFor(t, 10*time.Second, "the renewal timer", func() bool { return clock.Waiters() == 2 })
@@ -198,6 +199,13 @@ func TestLeaseLostDuringRenewCancelsTheSend(t *testing.T) {
 		}
 		if as := listAttempts(t, s, d.ID); len(as) != 0 {
 			t.Fatalf("attempts = %+v, want none written by the worker that lost its lease", as)
+		}
+		// The worker knew: it did not even try to record the attempt (the store's fence
+		// would have refused it, which the checks above could not tell apart).
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if len(cs.batchSizes) != 0 {
+			t.Fatalf("the worker tried to record completions %v after its renewal found the lease lost", cs.batchSizes)
 		}
 	})
 }
