@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -371,5 +372,51 @@ var _ = register("CompleteBatchKeepsFencingPerRow", func(t *testing.T, s outbox.
 	}
 	if got := getDelivery(t, s, stale.ID); got.Status != outbox.DeliverySending {
 		t.Errorf("after a failed batch the delivery is %s, want still sending", got.Status)
+	}
+})
+
+// A stale and a fresh lease of one delivery can meet in one batch (a slow worker's late
+// report beside the new owner's). Only the holder's completion may land, whichever comes
+// first in the batch; on PostgreSQL this is the per-row pipeline, not the set statement.
+var _ = register("CompleteBatchWithTwoLeasesOfOneDelivery", func(t *testing.T, s outbox.Store) {
+	bc, ok := s.(outbox.BatchCompleter)
+	if !ok {
+		t.Fatalf("%T does not implement outbox.BatchCompleter", s)
+	}
+	ctx := testCtx(t)
+	acceptDue(t, s, t0)
+	other := acceptDue(t, s, t0.Add(time.Millisecond))
+	stale := claimAs(t, s, "worker-a", t0, 1)[0]
+	later := t0.Add(2 * testLease)
+	fresh := claimAs(t, s, "worker-b", later, 2)
+	if len(fresh) == 2 && fresh[0].ID == other.ID {
+		fresh[0], fresh[1] = fresh[1], fresh[0]
+	}
+	if len(fresh) != 2 || fresh[0].ID != stale.ID || fresh[1].ID != other.ID || fresh[0].LeaseToken == stale.LeaseToken {
+		t.Fatalf("re-claim = %v, want %s under a new token and %s", ids(fresh), stale.ID, other.ID)
+	}
+	now := later.Add(time.Second)
+	freshC := completion(fresh[0], outbox.DeliverySent, outbox.OutcomeSent, now, nil)
+	errs := bc.CompleteBatch(ctx, []outbox.Completion{
+		completion(stale, outbox.DeliveryDead, outbox.OutcomePermanent, now, &outbox.Event{Kind: outbox.EventDeliveryDead}),
+		freshC,
+		completion(fresh[1], outbox.DeliveryFailed, outbox.OutcomeTemporary, now, nil),
+	})
+	if len(errs) != 3 || !errors.Is(errs[0], outbox.ErrLeaseLost) || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("errors = %v, want lease lost, nil, nil", errs)
+	}
+	if got := getDelivery(t, s, stale.ID); got.Status != outbox.DeliverySent || got.LeaseToken != "" ||
+		got.ProviderMessageID != freshC.ProviderMessageID {
+		t.Errorf("delivery = %s (token %q, message %q), want sent by worker-b's completion %q",
+			got.Status, got.LeaseToken, got.ProviderMessageID, freshC.ProviderMessageID)
+	}
+	if got := getDelivery(t, s, other.ID); got.Status != outbox.DeliveryFailed {
+		t.Errorf("other delivery = %s, want failed", got.Status)
+	}
+	if as, err := s.ListAttempts(ctx, stale.ID); err != nil || !reflect.DeepEqual(as, []outbox.Attempt{freshC.Attempt}) {
+		t.Errorf("attempts = %+v (%v), want only worker-b's %+v", as, err, freshC.Attempt)
+	}
+	if dead, err := s.ListEvents(ctx, outbox.EventDeliveryDead, 10); err != nil || len(dead) != 0 {
+		t.Errorf("the stale completion wrote %d dead events (%v)", len(dead), err)
 	}
 })
