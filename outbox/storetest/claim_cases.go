@@ -86,14 +86,13 @@ var _ = register("ConcurrentClaimersNeverShareARow", func(t *testing.T, s outbox
 	}
 	now := t0.Add(time.Hour)
 	var (
-		mu     sync.Mutex
-		seen   = map[uuid.UUID]string{}
-		dupes  []uuid.UUID
-		errs   []error
-		wg     sync.WaitGroup
-		start  = make(chan struct{})
-		ctx    = testCtx(t)
-		claims int
+		mu    sync.Mutex
+		seen  = map[uuid.UUID]string{}
+		dupes []uuid.UUID
+		errs  []error
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		ctx   = testCtx(t)
 	)
 	for w := range workers {
 		owner := "worker-" + string(rune('a'+w))
@@ -111,7 +110,6 @@ var _ = register("ConcurrentClaimersNeverShareARow", func(t *testing.T, s outbox
 					}
 					seen[d.ID] = owner
 				}
-				claims++
 				mu.Unlock()
 				if err != nil || len(got) == 0 {
 					return
@@ -129,6 +127,14 @@ var _ = register("ConcurrentClaimersNeverShareARow", func(t *testing.T, s outbox
 	}
 	if len(seen) != n {
 		t.Fatalf("claimed %d distinct rows, want %d", len(seen), n)
+	}
+	// Rows spread over several claimers: they claimed side by side, not one after another.
+	owners := map[string]bool{}
+	for _, owner := range seen {
+		owners[owner] = true
+	}
+	if len(owners) < 2 {
+		t.Fatalf("one claimer took all %d rows; the claimers did not run side by side", n)
 	}
 	for id, owner := range seen {
 		if d := getDelivery(t, s, id); d.LeaseOwner != owner || d.Attempts != 1 {
