@@ -55,7 +55,6 @@ func TestDedupeWindowExpires(t *testing.T) {
 	if later, _ := c.Parse(postForm(form(validContact...)), testNow.Add(11*time.Second)); later.Stored != nil {
 		t.Errorf("identical post after 11s deduplicated")
 	}
-	c.DedupeOff = true
 	c2 := contactConfig(t)
 	c2.DedupeOff = true
 	if err := c2.Provision(); err != nil {

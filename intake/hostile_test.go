@@ -58,6 +58,9 @@ func TestHostileRequests(t *testing.T) {
 		r.Header.Set("Origin", "https://example.com")
 		return r
 	}
+	// The counters live in a registry keyed by form name and outlive a Config, so the
+	// checks compare with what they read in setup, not with zero.
+	var droppedBefore, dedupedBefore uint64
 	exhaust := func(c *Config, ip string) { // use up the client's allowance
 		for range c.RateLimit.Requests {
 			c.limiter.allow(ip, testNow)
@@ -270,11 +273,12 @@ func TestHostileRequests(t *testing.T) {
 		{name: "over the rate limit and the storage quota: 429, nothing stored", setup: func(t *testing.T, c *Config) {
 			exhaust(c, "192.0.2.1")
 			c.limiter.storeQuota(testNow)
+			droppedBefore = c.counters.RateLimitedDropped.Load()
 		}, req: func(t *testing.T) *http.Request { return postForm(withValid()) }, code: 429,
 			why: "the form already stored its quota of rate_limited rows this window; only counted",
 			check: func(t *testing.T, c *Config, w *httptest.ResponseRecorder, r row) {
-				if c.counters.RateLimitedDropped.Load() == 0 || w.Header().Get("Retry-After") == "" {
-					t.Errorf("dropped counter %d, Retry-After %q", c.counters.RateLimitedDropped.Load(), w.Header().Get("Retry-After"))
+				if c.counters.RateLimitedDropped.Load() != droppedBefore+1 || w.Header().Get("Retry-After") == "" {
+					t.Errorf("dropped counter %d (was %d), Retry-After %q", c.counters.RateLimitedDropped.Load(), droppedBefore, w.Header().Get("Retry-After"))
 				}
 			}},
 		{name: "spoofed X-Forwarded-For from an untrusted peer does not escape the limit",
@@ -294,14 +298,15 @@ func TestHostileRequests(t *testing.T) {
 			if w.Code != 303 {
 				t.Fatalf("first click: %d", w.Code)
 			}
+			dedupedBefore = c.counters.Deduplicated.Load()
 		}, req: func(t *testing.T) *http.Request {
 			r := postForm(withValid("marker", "double"))
 			r.Header.Set("Accept", "application/json")
 			return r
 		}, code: 200, why: "same content, same client, within 10s: the first post's id is the answer",
 			check: func(t *testing.T, c *Config, w *httptest.ResponseRecorder, r row) {
-				if !strings.Contains(w.Body.String(), `"duplicate":true`) || c.counters.Deduplicated.Load() != 1 {
-					t.Errorf("answer %s, deduplicated %d", w.Body, c.counters.Deduplicated.Load())
+				if !strings.Contains(w.Body.String(), `"duplicate":true`) || c.counters.Deduplicated.Load() != dedupedBefore+1 {
+					t.Errorf("answer %s, deduplicated %d (was %d)", w.Body, c.counters.Deduplicated.Load(), dedupedBefore)
 				}
 			}},
 		{name: "same content from another client is stored", setup: func(t *testing.T, c *Config) {

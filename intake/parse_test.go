@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/google/uuid"
@@ -607,5 +606,4 @@ func TestNoRoutesNoDeliveries(t *testing.T) {
 	if len(res.Deliveries) != 0 || res.Submission.Status != outbox.SubmissionAccepted {
 		t.Errorf("deliveries %d status %s", len(res.Deliveries), res.Submission.Status)
 	}
-	_ = time.Second
 }
