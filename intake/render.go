@@ -23,7 +23,8 @@ func (c *Config) subject(route Route, data outbox.Fields, sp specials) string {
 	switch {
 	case route.Subject != "":
 		s = placeholder.ReplaceAllStringFunc(route.Subject, func(m string) string {
-			v, _ := data.Get(placeholder.FindStringSubmatch(m)[1])
+			// m is "{field.NAME}": the name is between the prefix and the brace.
+			v, _ := data.Get(m[len("{field.") : len(m)-1])
 			return singleLine(v)
 		})
 	case sp.subject != "":

@@ -108,6 +108,7 @@ func TestSubject(t *testing.T) {
 	}{
 		{"template", "Enquiry from {field.name} <{field.email}>", []string{"name", "Ada", "email", "a@example.com"}, "Enquiry from Ada <a@example.com>"},
 		{"line breaks cannot inject headers", "From {field.name}", []string{"name", "Ada\r\nBcc: x@example.com"}, "From Ada Bcc: x@example.com"},
+		{"dotted and non-ASCII names", "{field.a.b} {field.prénom}", []string{"a.b", "x", "prénom", "Zoé"}, "x Zoé"},
 		{"missing field renders empty", "Hi {field.nobody}!", []string{"name", "Ada"}, "Hi !"},
 		{"default names the form", "", []string{"name", "Ada"}, "New submission to form contact"},
 		{"visitor _subject when no template", "", []string{"_subject", "Quote\nrequest"}, "Quote request"},
