@@ -344,6 +344,21 @@ func TestChaosNothingLost(t *testing.T) {
 	for _, k := range sends {
 		dupSends += k - 1
 	}
+	// A delivery marked sent must have reached its receiver at least once.
+	rows, err = conn.Query(context.Background(), `SELECT route || ':' || id::text FROM deliveries WHERE status = 'sent'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentKeys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sentUnseen []string
+	for _, k := range sentKeys {
+		if sends[k] == 0 {
+			sentUnseen = append(sentUnseen, k)
+		}
+	}
 	wantDeliveries := 2 * len(stored)
 
 	t.Logf(`chaos figures
@@ -383,6 +398,9 @@ func TestChaosNothingLost(t *testing.T) {
 	}
 	if kills < 5 || len(pgUpAt) < 2 {
 		t.Errorf("chaos ran %d kills and %d database outages, want >= 5 and 2", kills, len(pgUpAt))
+	}
+	if len(sentUnseen) != 0 {
+		t.Errorf("%d deliveries marked sent never reached a receiver, e.g. %s", len(sentUnseen), sentUnseen[0])
 	}
 	if dupSends > ambiguousRecorded+ambiguousCrashed {
 		t.Errorf("%d duplicate sends but only %d ambiguous attempts", dupSends, ambiguousRecorded+ambiguousCrashed)
