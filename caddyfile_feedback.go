@@ -52,16 +52,14 @@ func (fh *FeedbackHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					}
 					fh.SNS.TopicARNs = append(fh.SNS.TopicARNs, args...)
 				case "cert_host":
-					if !d.NextArg() {
-						return d.ArgErr()
+					host, err := singleArg(d)
+					if err != nil {
+						return err
 					}
-					if _, err := regexp.Compile(d.Val()); err != nil {
+					if _, err := regexp.Compile(host); err != nil {
 						return d.Errf("cert_host: %v", err)
 					}
-					fh.SNS.CertHost = d.Val()
-					if d.NextArg() {
-						return d.ArgErr()
-					}
+					fh.SNS.CertHost = host
 				default:
 					return d.Errf("unknown sns option %q", d.Val())
 				}
@@ -77,13 +75,11 @@ func (fh *FeedbackHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			for d.NextBlock(1) {
 				switch d.Val() {
 				case "secret":
-					if !d.NextArg() {
-						return d.ArgErr()
+					secret, err := singleArg(d)
+					if err != nil {
+						return err
 					}
-					fh.Resend.Secret = d.Val()
-					if d.NextArg() {
-						return d.ArgErr()
-					}
+					fh.Resend.Secret = secret
 				default:
 					return d.Errf("unknown resend option %q", d.Val())
 				}
@@ -92,21 +88,11 @@ func (fh *FeedbackHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("resend needs secret (the webhook's whsec_... signing secret)")
 			}
 		case "suppress":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			var on bool
-			switch d.Val() {
-			case "on":
-				on = true
-			case "off":
-			default:
-				return d.Errf("suppress: want on or off, got %q", d.Val())
+			on, err := onOffArg(d)
+			if err != nil {
+				return err
 			}
 			fh.Suppress = &on
-			if d.NextArg() {
-				return d.ArgErr()
-			}
 		default:
 			return d.Errf("unknown form_outbox_feedback option %q", d.Val())
 		}
