@@ -63,10 +63,6 @@ type SpoolHealth struct {
 	Healthy bool `json:"healthy"`
 }
 
-// SpoolStats, when set (by the spool's file), reports the spool in health checks; ok false
-// leaves it out.
-var SpoolStats func(a *App) (h SpoolHealth, ok bool)
-
 // health checks storage (ping latency), the worker (alive and passing at least every
 // staleTicks poll intervals) and reads the live outbox numbers.
 func (a *App) health(ctx context.Context) Health {
@@ -113,13 +109,10 @@ func (a *App) health(ctx context.Context) Health {
 		h.Problems = append(h.Problems, "worker has not polled within 3 poll intervals")
 	}
 
-	if SpoolStats != nil {
-		if sh, ok := SpoolStats(a); ok {
-			h.Spool = &sh
-			if !sh.Healthy {
-				h.Problems = append(h.Problems, "spool unhealthy")
-			}
-		}
+	sh := a.spoolHealth()
+	h.Spool = &sh
+	if !sh.Healthy {
+		h.Problems = append(h.Problems, "spool unhealthy")
 	}
 	if len(h.Problems) > 0 {
 		h.Status = "unhealthy"

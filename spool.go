@@ -35,19 +35,6 @@ type SpoolConfig struct {
 
 var errSpoolOff = errors.New("the spool is off")
 
-func init() {
-	// The admin health check's hook: depth and age of what waits for the database. A
-	// non-empty spool is not unhealthy by itself; the storage check reports the outage.
-	SpoolStats = func(a *App) (SpoolHealth, bool) {
-		if a.spool == nil {
-			return SpoolHealth{Enabled: false, Healthy: true}, true
-		}
-		st := a.spool.Stats()
-		return SpoolHealth{Enabled: true, Depth: int64(st.Entries),
-			OldestAgeSeconds: a.spool.OldestAge().Seconds(), Healthy: true}, true
-	}
-}
-
 // spools shares one open spool per directory across config reloads, so two Apps never
 // append to one directory through two handles.
 var spools = caddy.NewUsagePool()
@@ -132,6 +119,14 @@ func (a *App) releaseSpool() error {
 	a.spoolKey = ""
 	_, err := spools.Delete(key)
 	return err
+}
+
+// spoolHealth is the spool's part of the health answer: depth and age of what waits for
+// the database. A non-empty spool is not unhealthy by itself; the storage check reports
+// the outage.
+func (a *App) spoolHealth() SpoolHealth {
+	entries, age, on := a.SpoolStats()
+	return SpoolHealth{Enabled: on, Depth: int64(entries), OldestAgeSeconds: age, Healthy: true}
 }
 
 // SpoolStats is the spool's depth for health checks (zero when the spool is off).
