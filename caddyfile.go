@@ -118,12 +118,9 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 		for nesting := d.Nesting(); d.NextBlock(nesting); {
 			switch d.Val() {
 			case "schema":
-				if !d.NextArg() {
-					return nil, d.ArgErr()
-				}
-				sc.Schema = d.Val()
-				if d.NextArg() {
-					return nil, d.ArgErr()
+				var err error
+				if sc.Schema, err = singleArg(d); err != nil {
+					return nil, err
 				}
 			default:
 				return nil, d.Errf("storage postgres: unknown option %q", d.Val())
@@ -293,11 +290,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Redirect, err = singleArg(d)
 		case "max_body":
 			h.MaxBodyBytes, err = sizeArg(d)
-		case "mode":
-			h.Mode, err = singleArg(d)
-			if err == nil && h.Mode != intake.ModeEnforce && h.Mode != intake.ModeMonitor {
-				err = d.Errf("mode: want %s or %s, got %q", intake.ModeEnforce, intake.ModeMonitor, h.Mode)
-			}
+		case "mode": // the older name of `schema`
+			h.Mode, err = oneOfArg(d, intake.ModeEnforce, intake.ModeMonitor)
 		case "notify":
 			var r intake.Route
 			r, err = parseNotify(d)
