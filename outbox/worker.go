@@ -58,9 +58,6 @@ type WorkerConfig struct {
 	// and releasing their leases. Default 10s. Measured on the wall clock, not Now/After.
 	ShutdownGrace time.Duration
 	Retry         RetryPolicy
-	// MaxAttempts overrides the attempt budget of a delivery. Default: the delivery's own
-	// MaxAttempts (set at intake), or 8 for email and 10 for webhooks when that is zero.
-	MaxAttempts func(Delivery) int
 	// Now and After are the clock; tests inject a ManualClock. Defaults time.Now and
 	// time.After. After drives the tick and lease renewals.
 	Now   func() time.Time
@@ -444,12 +441,9 @@ func (w *Worker) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(w.sendCtx), storeTimeout)
 }
 
-func (w *Worker) maxAttempts(d Delivery) int {
-	if w.cfg.MaxAttempts != nil {
-		if n := w.cfg.MaxAttempts(d); n > 0 {
-			return n
-		}
-	}
+// maxAttempts is a delivery's attempt budget: its own (set at intake), or 8 for email
+// and 10 for webhooks when that is zero.
+func maxAttempts(d Delivery) int {
 	if d.MaxAttempts > 0 {
 		return d.MaxAttempts
 	}

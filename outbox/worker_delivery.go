@@ -169,7 +169,7 @@ func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, start
 			zap.String("provider", c.Provider),
 			zap.String("error_code", c.Attempt.ErrorCode),
 			zap.Int("http_status", c.Attempt.HTTPStatus),
-			zap.Int("max_attempts", w.maxAttempts(d)))...)
+			zap.Int("max_attempts", maxAttempts(d)))...)
 		if w.cfg.OnDead != nil {
 			w.cfg.OnDead(d)
 		}
@@ -215,7 +215,7 @@ func (w *Worker) completion(d Delivery, res providers.Result, sendErr error, sta
 		c.Attempt.Outcome = OutcomeTemporary
 	}
 	if c.Status == "" {
-		if d.Attempts >= w.maxAttempts(d) {
+		if d.Attempts >= maxAttempts(d) {
 			c.Status = DeliveryDead
 		} else {
 			c.Status = DeliveryFailed
@@ -227,7 +227,7 @@ func (w *Worker) completion(d Delivery, res providers.Result, sendErr error, sta
 			Route:       d.Route,
 			Channel:     d.Channel,
 			Attempts:    d.Attempts,
-			MaxAttempts: w.maxAttempts(d),
+			MaxAttempts: maxAttempts(d),
 			Outcome:     c.Attempt.Outcome,
 			Provider:    c.Provider,
 			ErrorCode:   perr.Code,
