@@ -276,3 +276,44 @@ var _ = register("RetryGivesDeadOrFailedDeliveriesAFreshBudget", func(t *testing
 		t.Errorf("retry of an unknown delivery: err = %v, want ErrNotFound", err)
 	}
 })
+
+var _ = register("CompleteChecksTheStatusAndFillsWhatIsUnset", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	acceptDue(t, s, t0)
+	d := claim(t, s, t0, 1)[0]
+	before := getDelivery(t, s, d.ID)
+	now := t0.Add(time.Second)
+
+	open := completion(d, outbox.DeliveryPending, outbox.OutcomeTemporary, now, nil)
+	if err := s.Complete(ctx, open); err == nil || errors.Is(err, outbox.ErrLeaseLost) {
+		t.Errorf("complete to pending: err = %v, want a status error", err)
+	}
+	if got := getDelivery(t, s, d.ID); !reflect.DeepEqual(got, before) {
+		t.Errorf("a rejected status changed the row:\n got %+v\nwant %+v", got, before)
+	}
+
+	// A failed completion without a next attempt time, attempt times or event details.
+	c := completion(d, outbox.DeliveryFailed, outbox.OutcomeTemporary, now, &outbox.Event{Kind: "delivery.note"})
+	c.NextAttemptAt, c.Attempt.StartedAt, c.Attempt.FinishedAt = time.Time{}, time.Time{}, time.Time{}
+	ev := *c.Event
+	if err := s.Complete(ctx, c); err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	if !reflect.DeepEqual(*c.Event, ev) {
+		t.Errorf("Complete changed the caller's event to %+v", *c.Event)
+	}
+	if got := getDelivery(t, s, d.ID); got.Status != outbox.DeliveryFailed || !got.NextAttemptAt.Equal(now) {
+		t.Errorf("delivery = %s due %v, want failed and due at once (%v)", got.Status, got.NextAttemptAt, now)
+	}
+	as, err := s.ListAttempts(ctx, d.ID)
+	if err != nil || len(as) != 1 || !as[0].StartedAt.Equal(now) || !as[0].FinishedAt.Equal(now) {
+		t.Errorf("attempts = %+v (%v), want one started and finished at %v", as, err, now)
+	}
+	evs, err := s.ListEvents(ctx, "delivery.note", 0)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events: %+v (%v), want one", evs, err)
+	}
+	if e := evs[0]; e.DeliveryID != d.ID || e.SubmissionID != d.SubmissionID || string(e.Data) != "{}" || !e.At.Equal(now) {
+		t.Errorf("event = %+v, want delivery %s, submission %s, data {}, at %v", e, d.ID, d.SubmissionID, now)
+	}
+})
