@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
 )
 
 // completeOneSQL is Complete in one statement, so a batch of them pipelines in a single
@@ -53,14 +53,13 @@ SELECT submission_id FROM u`
 func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []error {
 	errs := make([]error, len(cs))
 	var live []int
+	planned := make([]outbox.Completion, len(cs))
 	for i, c := range cs {
-		switch c.Status {
-		case outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead:
+		if planned[i], errs[i] = completion.Plan(c); errs[i] == nil {
 			live = append(live, i)
-		default:
-			errs[i] = fmt.Errorf("complete delivery %s: status %q is not sent, failed or dead", c.DeliveryID, c.Status)
 		}
 	}
+	cs = planned // from here on, the checked and filled completions
 	// One row-lock order for every batch: concurrent batches cannot deadlock.
 	sort.Slice(live, func(x, y int) bool { return cs[live[x]].DeliveryID.String() < cs[live[y]].DeliveryID.String() })
 
@@ -118,36 +117,25 @@ func distinctDeliveries(cs []outbox.Completion, live []int) bool {
 	return true
 }
 
+// completeArgs are completeOneSQL's parameters for a completion completion.Plan has
+// checked and filled.
 func completeArgs(c outbox.Completion) []any {
-	now := orNow(c.Now)
-	next := c.NextAttemptAt
-	if next.IsZero() {
-		next = now
-	}
 	a := c.Attempt
 	var (
-		kind, data   string
-		at           = now
+		kind         string
+		data         = "{}"
+		at           = c.Now
 		esub, edeliv any
 	)
 	if e := c.Event; e != nil {
-		kind, at = e.Kind, orTime(e.At, now)
-		data = string(e.Data)
-		if len(e.Data) == 0 {
-			data = string(json.RawMessage("{}"))
-		}
+		kind, data, at, edeliv = e.Kind, string(e.Data), e.At, e.DeliveryID
 		if e.SubmissionID != uuid.Nil {
 			esub = e.SubmissionID
 		}
-		if e.DeliveryID != uuid.Nil {
-			edeliv = e.DeliveryID
-		}
-	} else {
-		data = "{}"
 	}
 	return []any{
-		string(c.Status), next, c.LastError, c.Provider, c.ProviderMessageID, now, c.DeliveryID, c.LeaseToken,
-		a.Attempt, a.Provider, orTime(a.StartedAt, now), orTime(a.FinishedAt, now), string(a.Outcome),
+		string(c.Status), c.NextAttemptAt, c.LastError, c.Provider, c.ProviderMessageID, c.Now, c.DeliveryID, c.LeaseToken,
+		a.Attempt, a.Provider, a.StartedAt, a.FinishedAt, string(a.Outcome),
 		a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID,
 		kind, esub, edeliv, data, at,
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
 )
 
 // CompleteBatch records many completions in one write transaction. Each runs inside its
@@ -14,12 +15,13 @@ import (
 // row is rolled back alone. See outbox.BatchCompleter.
 func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []error {
 	errs := make([]error, len(cs))
+	planned := make([]outbox.Completion, len(cs))
 	for i, c := range cs {
-		errs[i] = checkCompletion(c)
+		planned[i], errs[i] = completion.Plan(c)
 	}
 	err := s.writeTx(ctx, func(sqlTx *sql.Tx) error {
 		tx := newTxStmts(sqlTx)
-		for i, c := range cs {
+		for i, c := range planned {
 			if errs[i] != nil {
 				continue
 			}

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
 )
 
 // Every write after a claim is fenced: it matches the row only while the row is still
@@ -39,39 +39,20 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 // earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
 // and c.Now.
 func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
-	if err := checkCompletion(c); err != nil {
+	c, err := completion.Plan(c)
+	if err != nil {
 		return err
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error { return completeIn(ctx, tx, c) })
+	err = s.writeTx(ctx, func(tx *sql.Tx) error { return completeIn(ctx, tx, c) })
 	if err != nil {
 		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
 	}
 	return nil
 }
 
-func checkCompletion(c outbox.Completion) error {
-	switch c.Status {
-	case outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead:
-		return nil
-	default:
-		return fmt.Errorf("complete delivery %s: status %q is not sent, failed or dead", c.DeliveryID, c.Status)
-	}
-}
-
-// completeIn is Complete's work inside the caller's write transaction.
+// completeIn is Complete's work inside the caller's write transaction, on a completion
+// completion.Plan has checked and filled.
 func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
-	now := orNow(c.Now)
-	next := c.NextAttemptAt
-	if next.IsZero() {
-		next = now
-	}
-	var eventData []byte
-	if c.Event != nil {
-		eventData = c.Event.Data
-		if len(eventData) == 0 {
-			eventData = json.RawMessage("{}")
-		}
-	}
 	var (
 		subID    string
 		attempts int
@@ -89,8 +70,8 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 			sent_at = CASE WHEN ?1 = 'sent' THEN ?6 ELSE sent_at END
 		WHERE id = ?7 AND status = 'sending' AND lease_token = ?8 AND lease_token <> ''
 		RETURNING submission_id, attempts`,
-		string(c.Status), micros(next), c.LastError, c.Provider, c.ProviderMessageID,
-		micros(now), c.DeliveryID.String(), c.LeaseToken).Scan(&subID, &attempts)
+		string(c.Status), micros(c.NextAttemptAt), c.LastError, c.Provider, c.ProviderMessageID,
+		micros(c.Now), c.DeliveryID.String(), c.LeaseToken).Scan(&subID, &attempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return outbox.ErrLeaseLost
 	}
@@ -109,8 +90,8 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 	a.Attempt = max(a.Attempt, last+1)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+attemptColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.DeliveryID.String(), a.Attempt, a.Provider, micros(orTime(a.StartedAt, now)),
-		micros(orTime(a.FinishedAt, now)), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
+		c.DeliveryID.String(), a.Attempt, a.Provider, micros(a.StartedAt),
+		micros(a.FinishedAt), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
 		a.ProviderMessageID); err != nil {
 		return fmt.Errorf("insert attempt: %w", err)
 	}
@@ -121,13 +102,9 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 				return err
 			}
 		}
-		if e.DeliveryID == uuid.Nil {
-			e.DeliveryID = c.DeliveryID
-		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
 			VALUES (?, ?, ?, ?, ?)`,
-			e.Kind, e.SubmissionID.String(), e.DeliveryID.String(), string(eventData),
-			micros(orTime(e.At, now))); err != nil {
+			e.Kind, e.SubmissionID.String(), e.DeliveryID.String(), string(e.Data), micros(e.At)); err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
 	}
