@@ -1,12 +1,13 @@
 package intake
 
-import (
-	"net/http"
-	"strings"
-)
+import "net/http"
 
-// corsMaxAge is how long a browser may cache a preflight answer, in seconds.
-const corsMaxAge = "600"
+const (
+	// corsMaxAge is how long a browser may cache a preflight answer, in seconds.
+	corsMaxAge = "600"
+	// corsAllowHeaders are the request headers a cross-origin post may send.
+	corsAllowHeaders = "Content-Type, Accept, " + headerIdempotencyKey
+)
 
 // SetCORSHeaders adds the CORS response headers for a POST from an allowed origin, so a
 // fetch() from that site can read the answer (including Retry-After on a 429). Other
@@ -45,7 +46,7 @@ func (c *Config) Preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Set("Access-Control-Allow-Methods", http.MethodPost)
-	h.Set("Access-Control-Allow-Headers", strings.Join([]string{"Content-Type", "Accept", headerIdempotencyKey}, ", "))
+	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 	h.Set("Access-Control-Max-Age", corsMaxAge)
 	w.WriteHeader(http.StatusNoContent)
 }

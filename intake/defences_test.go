@@ -149,5 +149,12 @@ func TestPreflight(t *testing.T) {
 			t.Errorf("%s %s: %d grant %q, want %d %q", tt.origin, tt.method, w.Code,
 				w.Header().Get("Access-Control-Allow-Origin"), tt.code, tt.grant)
 		}
+		if tt.grant != "" {
+			h := w.Header()
+			if h.Get("Access-Control-Allow-Methods") != "POST" || h.Get("Access-Control-Allow-Headers") != "Content-Type, Accept, Idempotency-Key" ||
+				h.Get("Access-Control-Max-Age") != "600" {
+				t.Errorf("%s: grant headers %v", tt.origin, h)
+			}
+		}
 	}
 }
