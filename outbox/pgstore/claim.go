@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/claimorder"
 )
 
 // claimSQL picks due rows oldest first and leases them in one statement. SKIP LOCKED lets
@@ -73,12 +73,6 @@ func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Deliv
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	// RETURNING gives no order guarantee; callers get the claim order.
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].NextAttemptAt.Equal(out[j].NextAttemptAt) {
-			return out[i].NextAttemptAt.Before(out[j].NextAttemptAt)
-		}
-		return out[i].ID.String() < out[j].ID.String()
-	})
+	claimorder.Sort(out)
 	return out, nil
 }

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/claimorder"
 )
 
 // Claim leases up to p.Limit due deliveries, oldest next_attempt_at first. It is one
@@ -21,8 +21,8 @@ func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Deliv
 	if p.Lease <= 0 {
 		return nil, errors.New("claim deliveries: lease must be positive")
 	}
-	now := micros(orNow(p.Now))
-	until := micros(orNow(p.Now).Add(p.Lease))
+	at := orNow(p.Now)
+	now, until := micros(at), micros(at.Add(p.Lease))
 	var out []outbox.Delivery
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET
@@ -56,12 +56,6 @@ func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Deliv
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	// RETURNING gives no order guarantee; callers get the claim order.
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].NextAttemptAt.Equal(out[j].NextAttemptAt) {
-			return out[i].NextAttemptAt.Before(out[j].NextAttemptAt)
-		}
-		return out[i].ID.String() < out[j].ID.String()
-	})
+	claimorder.Sort(out)
 	return out, nil
 }
