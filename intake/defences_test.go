@@ -136,6 +136,8 @@ func TestPreflight(t *testing.T) {
 		grant          string
 	}{
 		{"https://example.com", "POST", 204, "https://example.com"},
+		{"https://EXAMPLE.com:443", "POST", 204, "https://EXAMPLE.com:443"}, // not in normal form: parsed
+		{"https://example.com:8443", "POST", 403, ""},
 		{"https://evil.example", "POST", 403, ""},
 		{"null", "POST", 403, ""},
 		{"https://example.com", "DELETE", 403, ""},
