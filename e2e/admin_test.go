@@ -333,9 +333,8 @@ func TestAdminAPIAndCLI(t *testing.T) {
 	p.adminJSON(t, http.MethodGet, "/form_outbox/submissions/"+sent, 404, nil)
 	db := openSQLite(t, filepath.Join(dir, "forms.db"))
 	var n int
-	db.QueryRow(`SELECT count(*) FROM deliveries WHERE submission_id = ?`, sent).Scan(&n)
-	if n != 0 {
-		t.Errorf("%d deliveries of the erased submission remain", n)
+	if err := db.QueryRow(`SELECT count(*) FROM deliveries WHERE submission_id = ?`, sent).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d deliveries of the erased submission remain (err %v)", n, err)
 	}
 	var data string
 	if err := db.QueryRow(`SELECT data FROM events WHERE kind = 'submission.erased' AND submission_id = ?`, sent).Scan(&data); err != nil || data != `{"form":"contact"}` {
