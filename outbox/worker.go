@@ -60,10 +60,8 @@ type WorkerConfig struct {
 	Retry         RetryPolicy
 	// Now and After are the clock; tests inject a ManualClock. Defaults time.Now and
 	// time.After. After drives the tick and lease renewals.
-	Now   func() time.Time
-	After func(time.Duration) <-chan time.Time
-	// Rand returns numbers in [0, 1) for backoff jitter; default math/rand/v2.
-	Rand   func() float64
+	Now    func() time.Time
+	After  func(time.Duration) <-chan time.Time
 	Logger *zap.Logger
 	// Notifications makes the worker listen for (and Broadcast send) cross-process
 	// wake-ups when the store implements Notifier. They only accelerate: the tick still

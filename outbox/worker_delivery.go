@@ -219,7 +219,7 @@ func (w *Worker) completion(d Delivery, res providers.Result, sendErr error, sta
 			c.Status = DeliveryDead
 		} else {
 			c.Status = DeliveryFailed
-			c.NextAttemptAt = finished.Add(w.cfg.Retry.Next(d.Attempts, perr, w.cfg.Rand))
+			c.NextAttemptAt = finished.Add(w.cfg.Retry.Next(d.Attempts, perr, nil))
 		}
 	}
 	if c.Status == DeliveryDead {
