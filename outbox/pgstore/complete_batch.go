@@ -1,9 +1,10 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -61,7 +62,7 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	}
 	cs = planned // from here on, the checked and filled completions
 	// One row-lock order for every batch: concurrent batches cannot deadlock.
-	sort.Slice(live, func(x, y int) bool { return cs[live[x]].DeliveryID.String() < cs[live[y]].DeliveryID.String() })
+	slices.SortFunc(live, func(x, y int) int { return bytes.Compare(cs[x].DeliveryID[:], cs[y].DeliveryID[:]) })
 
 	// One set-based statement when it can tell the completions apart by delivery id; the
 	// pipeline below when it cannot, or when the statement failed (it then also finds a
