@@ -108,6 +108,26 @@ var _ = register("FeedbackReplayAndUnknownMessageWriteNothing", func(t *testing.
 	if _, err := fs.RecordFeedback(testCtx(t), unknown); !errors.Is(err, outbox.ErrNotFound) {
 		t.Fatalf("unknown delivery id: err = %v, want ErrNotFound", err)
 	}
+	// Nor is a webhook delivery that exists and was sent, by either of its ids.
+	hookSub := NewSubmission("contact", WithCreatedAt(t0))
+	MustAccept(t, s, hookSub, NewDelivery(hookSub, "crm", "https://crm.example.com/hook"))
+	claimed := claim(t, s, t0, 1)
+	if len(claimed) != 1 || claimed[0].Channel != outbox.ChannelWebhook {
+		t.Fatalf("claimed %+v, want the webhook delivery", claimed)
+	}
+	hook := completion(claimed[0], outbox.DeliverySent, outbox.OutcomeSent, t0, nil)
+	hook.ProviderMessageID = "hook-message"
+	if err := s.Complete(testCtx(t), hook); err != nil {
+		t.Fatalf("complete webhook: %v", err)
+	}
+	onHook := unknown
+	onHook.DeliveryID, onHook.ProviderMessageID = hook.DeliveryID, hook.ProviderMessageID
+	if _, err := fs.RecordFeedback(testCtx(t), onHook); !errors.Is(err, outbox.ErrNotFound) {
+		t.Fatalf("webhook delivery: err = %v, want ErrNotFound", err)
+	}
+	if fb, _ := fs.ListFeedback(testCtx(t), hook.DeliveryID); len(fb) != 0 {
+		t.Fatalf("feedback stored on a webhook delivery: %+v", fb)
+	}
 	got := getDelivery(t, s, d.ID)
 	if got.Status != outbox.DeliverySent {
 		t.Fatalf("soft bounce changed the delivery to %s", got.Status)
