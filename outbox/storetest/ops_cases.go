@@ -177,6 +177,11 @@ var _ = register("OpsReleaseSubmissionMakesSkippedDeliveriesDue", func(t *testin
 	if err != nil || len(evs) != 1 || evs[0].SubmissionID != sub.ID {
 		t.Fatalf("released events = %+v (err %v), want one for %s", evs, err, sub.ID)
 	}
+	var data map[string]string
+	wantData := map[string]string{"form": "contact", "from_status": string(outbox.SubmissionQuarantined), "reason": outbox.ReasonOriginRejected}
+	if err := json.Unmarshal(evs[0].Data, &data); err != nil || !reflect.DeepEqual(data, wantData) {
+		t.Errorf("release event data = %s (err %v), want %v", evs[0].Data, err, wantData)
+	}
 	if err := o.ReleaseSubmission(testCtx(t), sub.ID, now); !errors.Is(err, outbox.ErrNotReleasable) {
 		t.Errorf("second release: err = %v, want ErrNotReleasable", err)
 	}
