@@ -2,14 +2,13 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/acceptprep"
 )
 
 // Accept writes sub, its deliveries and a submission.received event in one transaction.
@@ -23,25 +22,11 @@ import (
 // UUIDv7; pending, or skipped when sub is not accepted; sub's creation time); the caller's
 // values are not modified.
 func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error) {
-	if sub == nil || sub.ID == uuid.Nil {
-		return outbox.AcceptResult{}, errors.New("accept submission: missing submission id")
-	}
-	created := orNow(sub.CreatedAt)
-	data, err := json.Marshal(sub.Data)
+	p, err := acceptprep.Prepare(sub)
 	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
+		return outbox.AcceptResult{}, err
 	}
-	if sub.Data == nil {
-		data = []byte("{}")
-	}
-	meta, err := json.Marshal(sub.Meta)
-	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
-	}
-	event, err := json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)})
-	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
-	}
+	created, data, meta, event := p.Created, p.Data, p.Meta, p.Event
 	var key *string
 	if sub.IdempotencyKey != "" {
 		key = &sub.IdempotencyKey

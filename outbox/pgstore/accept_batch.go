@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/acceptprep"
 )
 
 // acceptOneSQL writes one submission, its deliveries and its event in one statement, so
@@ -184,25 +183,11 @@ func sortKeyed(items []outbox.AcceptItem, live []int) {
 
 // acceptArgs encodes one item as acceptOneSQL's parameters.
 func acceptArgs(sub *outbox.Submission, deliveries []outbox.Delivery) ([]any, error) {
-	if sub == nil || sub.ID == uuid.Nil {
-		return nil, errors.New("accept submission: missing submission id")
-	}
-	created := orNow(sub.CreatedAt)
-	data := []byte("{}")
-	if sub.Data != nil {
-		var err error
-		if data, err = json.Marshal(sub.Data); err != nil {
-			return nil, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
-		}
-	}
-	meta, err := json.Marshal(sub.Meta)
+	p, err := acceptprep.Prepare(sub)
 	if err != nil {
-		return nil, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
+		return nil, err
 	}
-	event, err := json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)})
-	if err != nil {
-		return nil, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
-	}
+	created, data, meta, event := p.Created, p.Data, p.Meta, p.Event
 	var key *string
 	if sub.IdempotencyKey != "" {
 		key = &sub.IdempotencyKey

@@ -3,14 +3,13 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/acceptprep"
 )
 
 // Accept writes sub, its deliveries and a submission.received event in one transaction.
@@ -40,29 +39,16 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 
 // preparedAccept is what Accept encodes before it touches the database.
 type preparedAccept struct {
-	created           time.Time
-	data, meta, event []byte
-	key               sql.NullString
+	acceptprep.Prepared
+	key sql.NullString
 }
 
 func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
-	if sub == nil || sub.ID == uuid.Nil {
-		return preparedAccept{}, errors.New("accept submission: missing submission id")
+	enc, err := acceptprep.Prepare(sub)
+	if err != nil {
+		return preparedAccept{}, err
 	}
-	p := preparedAccept{created: orNow(sub.CreatedAt)}
-	var err error
-	if p.data, err = json.Marshal(sub.Data); err != nil {
-		return p, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
-	}
-	if sub.Data == nil {
-		p.data = []byte("{}")
-	}
-	if p.meta, err = json.Marshal(sub.Meta); err != nil {
-		return p, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
-	}
-	if p.event, err = json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)}); err != nil {
-		return p, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
-	}
+	p := preparedAccept{Prepared: enc}
 	if sub.IdempotencyKey != "" {
 		p.key = sql.NullString{String: sub.IdempotencyKey, Valid: true}
 	}
@@ -71,7 +57,7 @@ func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
 
 // acceptIn is Accept's work inside the caller's write transaction.
 func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
-	created, key := p.created, p.key
+	created, key := p.Created, p.key
 	// The single writer connection serializes Accepts, so looking first is race-free.
 	var id, status string
 	err := tx.QueryRowContext(ctx, `SELECT id, status FROM submissions
@@ -90,7 +76,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 
 	if _, err := tx.ExecContext(ctx, `INSERT INTO submissions (`+submissionColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		sub.ID.String(), sub.Form, string(sub.Status), sub.Reason, string(p.data), string(p.meta),
+		sub.ID.String(), sub.Form, string(sub.Status), sub.Reason, string(p.Data), string(p.Meta),
 		key, sub.ContentHash, sub.Test, micros(created)); err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("insert submission: %w", err)
 	}
@@ -111,7 +97,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
 		VALUES (?, ?, NULL, ?, ?)`,
-		outbox.EventSubmissionReceived, sub.ID.String(), string(p.event), micros(created)); err != nil {
+		outbox.EventSubmissionReceived, sub.ID.String(), string(p.Event), micros(created)); err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("insert event: %w", err)
 	}
 	for _, ev := range sub.Events { // e.g. schema.drift, in the same transaction
