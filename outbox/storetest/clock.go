@@ -69,7 +69,7 @@ func completion(d outbox.Delivery, status outbox.DeliveryStatus, outcome outbox.
 	}
 	switch status {
 	case outbox.DeliverySent:
-		c.ProviderMessageID = "msg-" + d.ID.String()[:8]
+		c.ProviderMessageID = "msg-" + d.ID.String()
 		c.Attempt.ProviderMessageID = c.ProviderMessageID
 		c.Attempt.HTTPStatus = 200
 	case outbox.DeliveryFailed:
