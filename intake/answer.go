@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/google/uuid"
 )
@@ -150,10 +150,37 @@ func isJSONRequest(r *http.Request) bool {
 }
 
 func writeJSON(w http.ResponseWriter, status int, a answer) {
-	body, _ := json.Marshal(a) // an answer always encodes
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(append(a.appendJSON(make([]byte, 0, 96)), '\n'))
+}
+
+// appendJSON appends the answer as encoding/json.Marshal writes it (the struct tags
+// above), without reflection: it is written once per post.
+func (a answer) appendJSON(dst []byte) []byte {
+	o := jsonw.NewObject(dst)
+	o.Bool("ok", a.OK)
+	o.StringOmitEmpty("id", a.ID)
+	o.StringOmitEmpty("status", a.Status)
+	if a.Duplicate {
+		o.Bool("duplicate", true)
+	}
+	if len(a.Errors) > 0 {
+		p := o.Key("errors")
+		*p = append(*p, '[')
+		for i, v := range a.Errors {
+			if i > 0 {
+				*p = append(*p, ',')
+			}
+			e := jsonw.NewObject(*p)
+			e.String("field", v.Field)
+			e.String("message", v.Message)
+			*p = e.Close()
+		}
+		*p = append(*p, ']')
+	}
+	o.StringOmitEmpty("error", a.Error)
+	return o.Close()
 }
 
 func writeHTML(w http.ResponseWriter, status int, t *template.Template, data any) {

@@ -39,10 +39,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
 			if hookBody == nil {
-				var err error
-				if hookBody, err = webhookBody(sub); err != nil {
-					return nil, err
-				}
+				hookBody = webhookBody(sub)
 			}
 			base = outbox.Payload{Body: hookBody}
 		default:
@@ -55,10 +52,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			} else {
 				p.URL = to
 			}
-			payload, err := json.Marshal(p)
-			if err != nil {
-				return nil, fmt.Errorf("plan route %s: encode payload: %w", route.Name, err)
-			}
+			payload := p.AppendJSON(nil)
 			id, err := uuid.NewV7()
 			if err != nil {
 				return nil, fmt.Errorf("plan route %s: delivery id: %w", route.Name, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -75,30 +76,16 @@ func emailHTML(form string, sub *outbox.Submission) (string, error) {
 	return b.String(), nil
 }
 
-// webhookJSON is the JSON a webhook receives; data keeps the form's field order.
-type webhookJSON struct {
-	ID        string        `json:"id"`
-	Form      string        `json:"form"`
-	Status    string        `json:"status"`
-	CreatedAt string        `json:"created_at"`
-	Data      outbox.Fields `json:"data"`
-}
-
-// webhookBody renders what a webhook receives; every webhook route sends the same body.
-func webhookBody(sub *outbox.Submission) (json.RawMessage, error) {
-	data := sub.Data
-	if data == nil {
-		data = outbox.Fields{}
-	}
-	body, err := json.Marshal(webhookJSON{
-		ID:        sub.ID.String(),
-		Form:      sub.Form,
-		Status:    string(sub.Status),
-		CreatedAt: sub.CreatedAt.UTC().Format(time.RFC3339Nano),
-		Data:      data,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("render webhook body: %w", err)
-	}
-	return body, nil
+// webhookBody renders what a webhook receives; every webhook route sends the same body:
+// {"id","form","status","created_at","data"}, data keeping the form's field order.
+func webhookBody(sub *outbox.Submission) json.RawMessage {
+	o := jsonw.NewObject(make([]byte, 0, 128+64*len(sub.Data)))
+	o.String("id", sub.ID.String())
+	o.String("form", sub.Form)
+	o.String("status", string(sub.Status))
+	p := o.Key("created_at") // RFC 3339 text has nothing to escape
+	*p = append(sub.CreatedAt.UTC().AppendFormat(append(*p, '"'), time.RFC3339Nano), '"')
+	p = o.Key("data")
+	*p = sub.Data.AppendJSON(*p)
+	return o.Close()
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 )
 
 // SubmissionStatus is what intake decided about a submission. Every request that reaches
@@ -88,27 +90,17 @@ func (f Fields) Get(name string) (string, bool) {
 }
 
 // MarshalJSON writes the fields as a JSON object in their original order.
-func (f Fields) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, fl := range f {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(fl.Name)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(fl.Value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+func (f Fields) MarshalJSON() ([]byte, error) { return f.AppendJSON(nil), nil }
+
+// AppendJSON appends the fields as a JSON object in their original order ({} when there
+// are none), encoded as encoding/json encodes strings. Hot paths call it directly:
+// json.Marshal re-scans a Marshaler's output.
+func (f Fields) AppendJSON(dst []byte) []byte {
+	o := jsonw.NewObject(dst)
+	for _, fl := range f {
+		o.String(fl.Name, fl.Value)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return o.Close()
 }
 
 // UnmarshalJSON reads a flat JSON object of strings, keeping key order.
@@ -144,6 +136,17 @@ type Meta struct {
 	Referer   string `json:"referer,omitempty"`
 	UserAgent string `json:"user_agent,omitempty"`
 	ClientIP  string `json:"client_ip,omitempty"`
+}
+
+// AppendJSON appends m as JSON, as encoding/json.Marshal writes it (empty members left
+// out).
+func (m Meta) AppendJSON(dst []byte) []byte {
+	o := jsonw.NewObject(dst)
+	o.StringOmitEmpty("origin", m.Origin)
+	o.StringOmitEmpty("referer", m.Referer)
+	o.StringOmitEmpty("user_agent", m.UserAgent)
+	o.StringOmitEmpty("client_ip", m.ClientIP)
+	return o.Close()
 }
 
 // Submission is one stored form post. Its ID (UUIDv7) is made by intake before any write,

@@ -1,6 +1,10 @@
 package outbox
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
+)
 
 // Payload is the message a delivery will send, rendered at intake and stored with the
 // delivery, so retries send exactly what was planned even after a config change. Secrets
@@ -15,5 +19,22 @@ type Payload struct {
 
 	// Webhook.
 	URL  string          `json:"url,omitempty"`
-	Body json.RawMessage `json:"body,omitempty"`
+	Body json.RawMessage `json:"body,omitempty"` // valid, compact JSON (intake renders it)
+}
+
+// AppendJSON appends p as JSON, as encoding/json.Marshal writes it (empty members left
+// out), with Body copied as it is: intake renders it compact and HTML-escaped, which is
+// what encoding/json would have made of it, without scanning it again.
+func (p *Payload) AppendJSON(dst []byte) []byte {
+	o := jsonw.NewObject(dst)
+	o.StringOmitEmpty("to", p.To)
+	o.StringOmitEmpty("reply_to", p.ReplyTo)
+	o.StringOmitEmpty("subject", p.Subject)
+	o.StringOmitEmpty("text", p.Text)
+	o.StringOmitEmpty("html", p.HTML)
+	o.StringOmitEmpty("url", p.URL)
+	if len(p.Body) > 0 {
+		o.Raw("body", p.Body)
+	}
+	return o.Close()
 }

@@ -3,13 +3,12 @@
 package acceptprep
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -30,17 +29,13 @@ func Prepare(sub *outbox.Submission) (Prepared, error) {
 	if p.Created.IsZero() {
 		p.Created = time.Now()
 	}
-	var err error
 	if sub.Data != nil {
-		if p.Data, err = json.Marshal(sub.Data); err != nil {
-			return p, fmt.Errorf("accept submission %s: data: %w", sub.ID, err)
-		}
+		p.Data = sub.Data.AppendJSON(make([]byte, 0, 64*len(sub.Data)))
 	}
-	if p.Meta, err = json.Marshal(sub.Meta); err != nil {
-		return p, fmt.Errorf("accept submission %s: meta: %w", sub.ID, err)
-	}
-	if p.Event, err = json.Marshal(map[string]string{"form": sub.Form, "status": string(sub.Status)}); err != nil {
-		return p, fmt.Errorf("accept submission %s: event: %w", sub.ID, err)
-	}
+	p.Meta = sub.Meta.AppendJSON(nil)
+	ev := jsonw.NewObject(make([]byte, 0, 48+len(sub.Form)))
+	ev.String("form", sub.Form)
+	ev.String("status", string(sub.Status))
+	p.Event = ev.Close()
 	return p, nil
 }
