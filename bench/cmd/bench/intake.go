@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -50,9 +51,10 @@ http://127.0.0.1:{{PORT}} {
 `
 
 type caddyProc struct {
-	cmd  *exec.Cmd
-	port int
-	done chan struct{}
+	cmd   *exec.Cmd
+	port  int
+	admin int
+	done  chan struct{}
 }
 
 func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
@@ -84,7 +86,7 @@ func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
 		return nil, err
 	}
 	logf("caddy %s: admin (pprof) at http://127.0.0.1:%d/debug/pprof/", name, admin)
-	p := &caddyProc{cmd: cmd, port: port, done: make(chan struct{})}
+	p := &caddyProc{cmd: cmd, port: port, admin: admin, done: make(chan struct{})}
 	go func() { cmd.Wait(); log.Close(); close(p.done) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -105,6 +107,28 @@ func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
 
 func (p *caddyProc) url(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path)
+}
+
+// profile fetches a CPU profile of the Caddy process over dur from its admin endpoint
+// and writes it to path (-caddyprofile).
+func (p *caddyProc) profile(path string, dur time.Duration) error {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", p.admin, max(int(dur.Seconds()), 1)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("caddy profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (p *caddyProc) stop() {
@@ -367,7 +391,18 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 				}
 			}
 		}()
+		var profiled chan error
+		if cfg.caddyProfile != "" {
+			profiled = make(chan error, 1)
+			path := filepath.Join(cfg.caddyProfile, fmt.Sprintf("caddy-pg-%d.pprof", c))
+			go func() { profiled <- pgCaddy.profile(path, cfg.dur-time.Second) }()
+		}
 		r.add("pg-caddy", c, attack(pgCaddy.url("/contact"), c, cfg.dur))
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				logf("caddy profile at %d connections: %v", c, err)
+			}
+		}
 		close(stopSample)
 		peak = <-sampled
 		if c == 64 {

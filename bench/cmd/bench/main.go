@@ -33,7 +33,10 @@ type config struct {
 	latN     int
 	tmp      string
 	caddyBin string
-	only     map[string]bool // empty: every part
+	// caddyProfile, when set, is a directory that receives a CPU profile of the
+	// PostgreSQL Caddy during each of its intake points (caddy-pg-<conns>.pprof).
+	caddyProfile string
+	only         map[string]bool // empty: every part
 }
 
 // runs reports whether the part named part is part of this run (-only).
@@ -46,6 +49,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
+	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write a CPU profile of the PostgreSQL Caddy during each intake point into this directory")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
