@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -118,11 +119,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		h.WriteError(w, r, err)
 		return nil
 	}
-	h.logger.Debug("submission stored",
-		zap.String("form", h.Form),
-		zap.String("id", stored.ID.String()),
-		zap.String("status", string(stored.Status)),
-		zap.Bool("duplicate", stored.Duplicate))
+	if ce := h.logger.Check(zapcore.DebugLevel, "submission stored"); ce != nil {
+		ce.Write(zap.String("form", h.Form), zap.String("id", stored.ID.String()),
+			zap.String("status", string(stored.Status)), zap.Bool("duplicate", stored.Duplicate))
+	}
 	h.Remember(res, stored)
 	h.WriteAnswer(w, r, res, stored)
 	return nil

@@ -157,6 +157,16 @@ func (c *Config) readJSON(body io.Reader) (outbox.Fields, error) {
 	if !utf8.Valid(raw) {
 		return nil, badRequest("body is not valid UTF-8")
 	}
+	if fields, ok := flatJSON(raw, c.MaxFields); ok {
+		return fields, nil
+	}
+	return c.decodeJSON(raw)
+}
+
+// decodeJSON is readJSON's general path, through encoding/json's token stream: it takes
+// what flatJSON leaves (\u escapes, nesting, syntax errors, too many fields) and words
+// the errors.
+func (c *Config) decodeJSON(raw []byte) (outbox.Fields, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	tok, err := jsonToken(dec)
