@@ -113,6 +113,7 @@ type Config struct {
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
 
+	ipMACs   *ipMACs      // keyed HMACs for hashIP, reset and reused
 	limiter  *limiter     // nil without RateLimit
 	recent   *recentPosts // nil when dedupe is off
 	counters *Counters

@@ -1,10 +1,13 @@
 package intake
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -66,6 +69,8 @@ func (c *Config) Provision() error {
 			return fmt.Errorf("intake: ip hash key: %w", err)
 		}
 	}
+	key := c.IPHashKey
+	c.ipMACs = &ipMACs{key: key, pool: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
 	return nil
 }
 
