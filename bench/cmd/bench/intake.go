@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -109,16 +110,28 @@ func (p *caddyProc) url(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path)
 }
 
-// profile fetches a CPU profile of the Caddy process over dur from its admin endpoint
-// and writes it to path (-caddyprofile).
-func (p *caddyProc) profile(path string, dur time.Duration) error {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", p.admin, max(int(dur.Seconds()), 1)))
+// profile fetches a CPU profile and an allocation profile (the allocations made during
+// the window) of the Caddy process over dur from its admin endpoint and writes them to
+// prefix+".cpu.pprof" and prefix+".allocs.pprof" (-caddyprofile).
+func (p *caddyProc) profile(prefix string, dur time.Duration) error {
+	secs := max(int(dur.Seconds()), 1)
+	errs := make(chan error, 2)
+	for kind, path := range map[string]string{"profile": prefix + ".cpu.pprof", "allocs": prefix + ".allocs.pprof"} {
+		go func() {
+			errs <- fetchTo(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s?seconds=%d", p.admin, kind, secs), path)
+		}()
+	}
+	return errors.Join(<-errs, <-errs)
+}
+
+func fetchTo(url, path string) error {
+	resp, err := http.Get(url)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("caddy profile: %s", resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -394,7 +407,7 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 		var profiled chan error
 		if cfg.caddyProfile != "" {
 			profiled = make(chan error, 1)
-			path := filepath.Join(cfg.caddyProfile, fmt.Sprintf("caddy-pg-%d.pprof", c))
+			path := filepath.Join(cfg.caddyProfile, fmt.Sprintf("caddy-pg-%d", c))
 			go func() { profiled <- pgCaddy.profile(path, cfg.dur-time.Second) }()
 		}
 		r.add("pg-caddy", c, attack(pgCaddy.url("/contact"), c, cfg.dur))

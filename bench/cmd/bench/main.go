@@ -33,8 +33,9 @@ type config struct {
 	latN     int
 	tmp      string
 	caddyBin string
-	// caddyProfile, when set, is a directory that receives a CPU profile of the
-	// PostgreSQL Caddy during each of its intake points (caddy-pg-<conns>.pprof).
+	// caddyProfile, when set, is a directory that receives CPU and allocation
+	// profiles of the PostgreSQL Caddy during each of its intake points
+	// (caddy-pg-<conns>.cpu.pprof, caddy-pg-<conns>.allocs.pprof).
 	caddyProfile string
 	only         map[string]bool // empty: every part
 }
@@ -49,7 +50,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
-	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write a CPU profile of the PostgreSQL Caddy during each intake point into this directory")
+	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
