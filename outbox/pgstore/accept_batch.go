@@ -3,12 +3,11 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/acceptprep"
@@ -18,47 +17,52 @@ import (
 // that a batch of them can be pipelined in a single round trip. ON CONFLICT DO NOTHING
 // makes a duplicate write nothing at all: the deliveries and the events are inserted only
 // from the row the first CTE returned. The deliveries and the submission's extra events
-// (sub.Events, after submission.received) travel as parallel arrays.
+// (sub.Events, after submission.received) travel as parallel arrays. The parameters are
+// an acceptRow's (acceptRow.args): an empty idempotency key is NULL (NULLIF), and so is a
+// delivery's locked_until or sent_at whose flag is false (see plannedDeliveryValues).
 const acceptOneSQL = `
 WITH s AS (
 	INSERT INTO submissions (` + submissionColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7::text, ''), $8, $9, $10)
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), d AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT ` + plannedDeliveryValues + `
-	FROM s, unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[],
-		$17::int[], $18::timestamptz[], $19::text[], $20::text[], $21::timestamptz[], $22::text[],
-		$23::text[], $24::text[], $25::text[], $26::timestamptz[], $27::timestamptz[],
-		$28::timestamptz[])
+	FROM s, unnest($11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[],
+		$17::int[], $18::timestamptz[], $19::text[], $20::text[], $21::timestamptz[], $22::bool[],
+		$23::text[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[],
+		$29::timestamptz[], $30::bool[])
 		AS d(id, ` + plannedDeliveryFields + `)
 ), e AS (
 	INSERT INTO events (kind, submission_id, data, at)
-	SELECT $29, s.id, $30::json, $10 FROM s
+	SELECT $31, s.id, $32::json, $10 FROM s
 	UNION ALL
 	SELECT x.kind, s.id, x.data::json, x.at
-	FROM s, unnest($31::text[], $32::text[], $33::timestamptz[]) AS x(kind, data, at)
+	FROM s, unnest($33::text[], $34::text[], $35::timestamptz[]) AS x(kind, data, at)
 )
 SELECT id FROM s`
 
 // plannedDeliveryFields names the unnested delivery arrays of acceptOneSQL and
-// acceptSetSQL (after the ids), and plannedDeliveryValues makes deliveries' columns of
-// them, given the inserted submission s.
+// acceptSetSQL (after the ids), in plannedDeliveries.params order, and plannedDeliveryValues
+// makes deliveries' columns of them, given the inserted submission s. The nullable
+// locked_until and sent_at travel as a time and a flag, NULL when the flag is false.
 const (
 	plannedDeliveryFields = `route, channel, recipient, status, attempts, max_attempts, next_attempt_at,
-			lease_owner, lease_token, locked_until, last_error, provider, provider_message_id,
-			payload, created_at, updated_at, sent_at`
-	plannedDeliveryValues = `d.id::uuid, s.id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts,
-		d.next_attempt_at, d.lease_owner, d.lease_token, d.locked_until, d.last_error, d.provider,
-		d.provider_message_id, d.payload::json, d.created_at, d.updated_at, d.sent_at`
+			lease_owner, lease_token, locked_until, locked, last_error, provider, provider_message_id,
+			payload, created_at, updated_at, sent_at, sent`
+	plannedDeliveryValues = `d.id, s.id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts,
+		d.next_attempt_at, d.lease_owner, d.lease_token, CASE WHEN d.locked THEN d.locked_until END,
+		d.last_error, d.provider, d.provider_message_id, d.payload::json, d.created_at, d.updated_at,
+		CASE WHEN d.sent THEN d.sent_at END`
 )
 
 // duplicateSQL finds what a duplicate collided with, as Accept does. It runs as its own
 // statement after the insert so that its snapshot sees a conflicting row that another
-// transaction committed while the insert waited for it.
+// transaction committed while the insert waited for it. An empty key ($3) is none: only
+// the id matches then.
 const duplicateSQL = `SELECT id, status FROM submissions
-	WHERE (form = $2 AND idempotency_key = $3) OR id = $1
+	WHERE (form = $2 AND idempotency_key = NULLIF($3::text, '')) OR id = $1
 	ORDER BY id = $1 LIMIT 1`
 
 // AcceptBatch accepts every item in one transaction (group commit): one WAL flush for the
@@ -70,15 +74,15 @@ const duplicateSQL = `SELECT id, status FROM submissions
 // (a few times); any other failure answers every remaining item with the error.
 func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
 	out := make([]outbox.AcceptOutcome, len(items))
-	args := make([][]any, len(items))
+	rows := make([]acceptRow, len(items))
 	var live []int
 	for i, it := range items {
-		a, err := acceptArgs(it.Submission, it.Deliveries)
+		r, err := newAcceptRow(it)
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
-		args[i] = a
+		rows[i] = r
 		live = append(live, i)
 	}
 	sortKeyed(items, live)
@@ -86,11 +90,11 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 	// One set-based statement for the batch; the pipeline below when a submission id
 	// appears twice, or when the statement failed (it then also finds an item whose own
 	// row is bad, or fails the batch as a whole).
-	if len(live) > 1 && distinctSubmissions(items, live) && s.acceptSet(ctx, items, args, live, out) {
+	if len(live) > 1 && distinctSubmissions(items, live) && s.acceptSet(ctx, rows, live, out) {
 		return out
 	}
 
-	isolate(live, func(live []int) (int, error) { return s.acceptRun(ctx, items, args, live, out) },
+	isolate(live, func(live []int) (int, error) { return s.acceptRun(ctx, rows, live, out) },
 		func(i int, err error) {
 			out[i] = outbox.AcceptOutcome{Err: fmt.Errorf("accept submission %s: %w", items[i].Submission.ID, err)}
 		},
@@ -101,16 +105,16 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 }
 
 // acceptRun runs one transaction over the live items (see isolate).
-func (s *Store) acceptRun(ctx context.Context, items []outbox.AcceptItem, args [][]any, live []int, out []outbox.AcceptOutcome) (int, error) {
+func (s *Store) acceptRun(ctx context.Context, rows []acceptRow, live []int, out []outbox.AcceptOutcome) (int, error) {
 	bad := -1
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var (
 			dups []int
 			err  error
 		)
-		bad, err = pipeline(ctx, tx, acceptOneSQL, live, func(i int) []any { return args[i] }, func(i int, row pgx.Row) error {
-			sub := items[i].Submission
-			var id uuid.UUID
+		bad, err = pipeline(ctx, tx, acceptOneSQL, live, func(i int) []any { return rows[i].args() }, func(i int, row pgx.Row) error {
+			sub := rows[i].sub
+			var id [16]byte
 			err := row.Scan(&id)
 			switch {
 			case err == nil:
@@ -126,7 +130,7 @@ func (s *Store) acceptRun(ctx context.Context, items []outbox.AcceptItem, args [
 			return err
 		}
 		// A failure here is the transaction's, not a row's: bad stays -1.
-		if err := s.lookUpDuplicates(ctx, tx, items, args, dups, out); err != nil {
+		if err := s.lookUpDuplicates(ctx, tx, rows, dups, out); err != nil {
 			return err
 		}
 		return outbox.BeforeCommit(ctx)
@@ -136,23 +140,22 @@ func (s *Store) acceptRun(ctx context.Context, items []outbox.AcceptItem, args [
 
 // lookUpDuplicates answers each item in dups, whose insert was skipped, with what it
 // duplicated.
-func (s *Store) lookUpDuplicates(ctx context.Context, tx batchSender, items []outbox.AcceptItem, args [][]any, dups []int, out []outbox.AcceptOutcome) error {
+func (s *Store) lookUpDuplicates(ctx context.Context, tx batchSender, rows []acceptRow, dups []int, out []outbox.AcceptOutcome) error {
 	if len(dups) == 0 {
 		return nil
 	}
 	_, err := pipeline(ctx, tx, duplicateSQL, dups, func(i int) []any {
-		sub := items[i].Submission
-		return []any{sub.ID, sub.Form, args[i][6]}
+		r := &rows[i]
+		return []any{r.id, r.sub.Form, r.sub.IdempotencyKey}
 	}, func(i int, row pgx.Row) error {
 		var (
-			res    outbox.AcceptResult
+			id     [16]byte
 			status string
 		)
-		if err := row.Scan(&res.ID, &status); err != nil {
-			return fmt.Errorf("look up duplicate of %s: %w", items[i].Submission.ID, err)
+		if err := row.Scan(&id, &status); err != nil {
+			return fmt.Errorf("look up duplicate of %s: %w", rows[i].sub.ID, err)
 		}
-		res.Status, res.Duplicate = outbox.SubmissionStatus(status), true
-		out[i] = outbox.AcceptOutcome{Result: res}
+		out[i] = outbox.AcceptOutcome{Result: outbox.AcceptResult{ID: id, Status: outbox.SubmissionStatus(status), Duplicate: true}}
 		return nil
 	})
 	return err
@@ -181,53 +184,122 @@ func sortKeyed(items []outbox.AcceptItem, live []int) {
 	}
 }
 
-// acceptArgs encodes one item as acceptOneSQL's parameters.
-func acceptArgs(sub *outbox.Submission, deliveries []outbox.Delivery) ([]any, error) {
+// acceptRow is one item encoded once for both statements that may write it: its share
+// of acceptSetSQL's columns (acceptColumns.add) and, when the batch falls back to the
+// pipeline, acceptOneSQL's parameters (args). Its deliveries are planned here, so that
+// an id generated for one stays the same across reruns. The values have the types pgx
+// encodes without reflection or driver.Valuer (a uuid.UUID would be formatted as text
+// and parsed back): [16]byte for a uuid, string, int32, bool, time.Time, and slices of
+// those.
+type acceptRow struct {
+	sub               *outbox.Submission
+	id                [16]byte
+	data, meta, event string // JSON: sub.Data, sub.Meta, the submission.received event's data
+	created           time.Time
+	deliveries        []outbox.Delivery // planned (outbox.PlannedDelivery)
+}
+
+func newAcceptRow(it outbox.AcceptItem) (acceptRow, error) {
+	sub := it.Submission
 	p, err := acceptprep.Prepare(sub)
 	if err != nil {
-		return nil, err
+		return acceptRow{}, err
 	}
-	created, data, meta, event := p.Created, p.Data, p.Meta, p.Event
-	var key *string
-	if sub.IdempotencyKey != "" {
-		key = &sub.IdempotencyKey
+	r := acceptRow{sub: sub, id: sub.ID, data: string(p.Data), meta: string(p.Meta), event: string(p.Event),
+		created: p.Created, deliveries: make([]outbox.Delivery, len(it.Deliveries))}
+	for k := range it.Deliveries {
+		r.deliveries[k] = outbox.PlannedDelivery(sub, it.Deliveries[k], p.Created)
 	}
-	n := len(deliveries)
+	return r, nil
+}
+
+// args are acceptOneSQL's parameters.
+func (r *acceptRow) args() []any {
 	var (
-		ids, routes, channels, recipients, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		attempts, maxAttempts                       = make([]int32, n), make([]int32, n)
-		next, created2, updated                     = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
-		owners, tokens, lastErrs, providers, pmids  = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		payloads                                    = make([]string, n)
-		locked, sent                                = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+		d plannedDeliveries
+		e extraEvents
 	)
-	for i := range deliveries {
-		d := outbox.PlannedDelivery(sub, deliveries[i], created)
-		ids[i], routes[i], channels[i], recipients[i], statuses[i] = d.ID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status)
-		attempts[i], maxAttempts[i] = int32(d.Attempts), int32(d.MaxAttempts)
-		next[i], created2[i], updated[i] = d.NextAttemptAt, d.CreatedAt, d.UpdatedAt
-		owners[i], tokens[i], lastErrs[i], providers[i], pmids[i] = d.LeaseOwner, d.LeaseToken, d.LastError, d.Provider, d.ProviderMessageID
-		payloads[i] = string(d.Payload)
-		if len(d.Payload) == 0 {
-			payloads[i] = "{}"
-		}
-		locked[i] = pgtype.Timestamptz{Time: d.LockedUntil, Valid: !d.LockedUntil.IsZero()}
-		sent[i] = pgtype.Timestamptz{Time: d.SentAt, Valid: !d.SentAt.IsZero()}
+	d.grow(len(r.deliveries))
+	for k := range r.deliveries {
+		d.add(&r.deliveries[k])
 	}
-	kinds, evData, evAt := make([]string, len(sub.Events)), make([]string, len(sub.Events)), make([]time.Time, len(sub.Events))
-	for i, ev := range sub.Events {
-		kinds[i], evData[i], evAt[i] = ev.Kind, string(ev.Data), orTime(ev.At, created)
-		if evData[i] == "" {
-			evData[i] = "{}"
-		}
+	e.grow(len(r.sub.Events))
+	for _, ev := range r.sub.Events {
+		e.add(ev, r.created)
 	}
-	return []any{
-		sub.ID, sub.Form, string(sub.Status), sub.Reason, string(data), string(meta), key,
-		sub.ContentHash, sub.Test, created,
-		ids, routes, channels, recipients, statuses, attempts, maxAttempts, next, owners, tokens,
-		locked, lastErrs, providers, pmids, payloads, created2, updated, sent,
-		outbox.EventSubmissionReceived, string(event), kinds, evData, evAt,
-	}, nil
+	sub := r.sub
+	args := make([]any, 0, 35)
+	args = append(args, r.id, sub.Form, string(sub.Status), sub.Reason, r.data, r.meta, sub.IdempotencyKey,
+		sub.ContentHash, sub.Test, r.created)
+	args = d.params(args)
+	return append(args, outbox.EventSubmissionReceived, r.event, e.kind, e.data, e.at)
+}
+
+// plannedDeliveries are planned deliveries as parallel arrays, for acceptOneSQL and
+// acceptSetSQL.
+type plannedDeliveries struct {
+	id                                              [][16]byte
+	route, channel, recipient, status, owner, token []string
+	lastErr, provider, pmid, payload                []string
+	attempts, maxAttempts                           []int32
+	next, locked, created, updated, sent            []time.Time
+	isLocked, isSent                                []bool // locked and sent are NULL where false
+}
+
+func (c *plannedDeliveries) grow(n int) {
+	c.id = slices.Grow(c.id, n)
+	for _, s := range []*[]string{&c.route, &c.channel, &c.recipient, &c.status, &c.owner, &c.token,
+		&c.lastErr, &c.provider, &c.pmid, &c.payload} {
+		*s = slices.Grow(*s, n)
+	}
+	c.attempts, c.maxAttempts = slices.Grow(c.attempts, n), slices.Grow(c.maxAttempts, n)
+	for _, t := range []*[]time.Time{&c.next, &c.locked, &c.created, &c.updated, &c.sent} {
+		*t = slices.Grow(*t, n)
+	}
+	c.isLocked, c.isSent = slices.Grow(c.isLocked, n), slices.Grow(c.isSent, n)
+}
+
+// add appends a planned delivery.
+func (c *plannedDeliveries) add(d *outbox.Delivery) {
+	payload := string(d.Payload)
+	if len(d.Payload) == 0 {
+		payload = "{}"
+	}
+	c.id = append(c.id, d.ID)
+	c.route, c.channel, c.recipient = append(c.route, d.Route), append(c.channel, string(d.Channel)), append(c.recipient, d.Recipient)
+	c.status, c.owner, c.token = append(c.status, string(d.Status)), append(c.owner, d.LeaseOwner), append(c.token, d.LeaseToken)
+	c.lastErr, c.provider, c.pmid = append(c.lastErr, d.LastError), append(c.provider, d.Provider), append(c.pmid, d.ProviderMessageID)
+	c.payload = append(c.payload, payload)
+	c.attempts, c.maxAttempts = append(c.attempts, int32(d.Attempts)), append(c.maxAttempts, int32(d.MaxAttempts))
+	c.next, c.created, c.updated = append(c.next, d.NextAttemptAt), append(c.created, d.CreatedAt), append(c.updated, d.UpdatedAt)
+	c.locked, c.isLocked = append(c.locked, d.LockedUntil), append(c.isLocked, !d.LockedUntil.IsZero())
+	c.sent, c.isSent = append(c.sent, d.SentAt), append(c.isSent, !d.SentAt.IsZero())
+}
+
+// params appends the arrays to args: the ids, then plannedDeliveryFields' order.
+func (c *plannedDeliveries) params(args []any) []any {
+	return append(args, c.id, c.route, c.channel, c.recipient, c.status, c.attempts, c.maxAttempts, c.next,
+		c.owner, c.token, c.locked, c.isLocked, c.lastErr, c.provider, c.pmid, c.payload, c.created, c.updated,
+		c.sent, c.isSent)
+}
+
+// extraEvents are a submission's extra events (sub.Events) as parallel arrays, the data
+// "{}" when empty and the time created when zero.
+type extraEvents struct {
+	kind, data []string
+	at         []time.Time
+}
+
+func (c *extraEvents) grow(n int) {
+	c.kind, c.data, c.at = slices.Grow(c.kind, n), slices.Grow(c.data, n), slices.Grow(c.at, n)
+}
+
+func (c *extraEvents) add(ev outbox.Event, created time.Time) {
+	data := string(ev.Data)
+	if data == "" {
+		data = "{}"
+	}
+	c.kind, c.data, c.at = append(c.kind, ev.Kind), append(c.data, data), append(c.at, orTime(ev.At, created))
 }
 
 var _ outbox.BatchAccepter = (*Store)(nil)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -17,11 +16,12 @@ import (
 // those it inserted. The server plans and runs one statement per group commit instead of
 // one per submission. ON CONFLICT DO NOTHING skips a duplicate, of a stored row or of an
 // earlier item of the same batch, and a skipped submission's id is missing from s, so
-// none of its deliveries or events are written.
+// none of its deliveries or events are written. The columns are acceptColumns': as in
+// acceptOneSQL, an empty key is NULL and so is a locked_until or sent_at flagged false.
 const acceptSetSQL = `
 WITH s AS (
 	INSERT INTO submissions (` + submissionColumns + `)
-	SELECT x.id, x.form, x.status, x.reason, x.data::json, x.meta::json, x.key, x.hash, x.test, x.created
+	SELECT x.id, x.form, x.status, x.reason, x.data::json, x.meta::json, NULLIF(x.key, ''), x.hash, x.test, x.created
 	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::bool[], $10::timestamptz[])
 		AS x(id, form, status, reason, data, meta, key, hash, test, created)
@@ -30,19 +30,19 @@ WITH s AS (
 ), d AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT ` + plannedDeliveryValues + `
-	FROM unnest($11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::int[],
-		$18::int[], $19::timestamptz[], $20::text[], $21::text[], $22::timestamptz[], $23::text[],
-		$24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[],
-		$29::timestamptz[])
+	FROM unnest($11::uuid[], $12::uuid[], $13::text[], $14::text[], $15::text[], $16::text[], $17::int[],
+		$18::int[], $19::timestamptz[], $20::text[], $21::text[], $22::timestamptz[], $23::bool[],
+		$24::text[], $25::text[], $26::text[], $27::text[], $28::timestamptz[], $29::timestamptz[],
+		$30::timestamptz[], $31::bool[])
 		AS d(sub, id, ` + plannedDeliveryFields + `)
 	JOIN s ON s.id = d.sub
 ), e AS (
 	INSERT INTO events (kind, submission_id, data, at)
-	SELECT $30, s.id, x.data::json, x.at
-	FROM unnest($1::uuid[], $31::text[], $10::timestamptz[]) AS x(id, data, at) JOIN s ON s.id = x.id
+	SELECT $32::text, s.id, x.data::json, x.at
+	FROM unnest($1::uuid[], $33::text[], $10::timestamptz[]) AS x(id, data, at) JOIN s ON s.id = x.id
 	UNION ALL
 	SELECT x.kind, s.id, x.data::json, x.at
-	FROM unnest($32::uuid[], $33::text[], $34::text[], $35::timestamptz[]) AS x(sub, kind, data, at)
+	FROM unnest($34::uuid[], $35::text[], $36::text[], $37::timestamptz[]) AS x(sub, kind, data, at)
 	JOIN s ON s.id = x.sub
 )
 SELECT id FROM s`
@@ -56,32 +56,34 @@ SELECT id FROM s`
 // COMMIT round trips), and duplicates are looked up after it committed: what they
 // collided with was committed too, by then. If only that lookup fails, the duplicates get
 // the error (their insert wrote nothing, so a retry is safe) and the rest their ids.
-func (s *Store) acceptSet(ctx context.Context, items []outbox.AcceptItem, args [][]any, live []int, out []outbox.AcceptOutcome) bool {
-	cols := acceptColumns(args, live)
-	res := make([]outbox.AcceptOutcome, len(items))
+func (s *Store) acceptSet(ctx context.Context, rows []acceptRow, live []int, out []outbox.AcceptOutcome) bool {
+	cols := newAcceptColumns(rows, live).params()
+	res := make([]outbox.AcceptOutcome, len(rows))
 	var dups []int
 	insert := func(q pgx.Tx) error {
-		var rows pgx.Rows
-		var err error
+		var (
+			qr  pgx.Rows
+			err error
+		)
 		if q != nil {
-			rows, err = q.Query(ctx, acceptSetSQL, cols...)
+			qr, err = q.Query(ctx, acceptSetSQL, cols...)
 		} else {
-			rows, err = s.pool.Query(ctx, acceptSetSQL, cols...)
+			qr, err = s.pool.Query(ctx, acceptSetSQL, cols...)
 		}
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		ids, err := pgx.CollectRows(qr, pgx.RowTo[[16]byte])
 		if err != nil {
 			return err
 		}
-		inserted := make(map[uuid.UUID]bool, len(ids))
+		inserted := make(map[[16]byte]bool, len(ids))
 		for _, id := range ids {
 			inserted[id] = true
 		}
 		dups = dups[:0]
 		for _, i := range live {
-			sub := items[i].Submission
+			sub := rows[i].sub
 			if inserted[sub.ID] {
 				res[i] = outbox.AcceptOutcome{Result: outbox.AcceptResult{ID: sub.ID, Status: sub.Status}}
 			} else {
@@ -95,7 +97,7 @@ func (s *Store) acceptSet(ctx context.Context, items []outbox.AcceptItem, args [
 			if err := insert(tx); err != nil {
 				return err
 			}
-			if err := s.lookUpDuplicates(ctx, tx, items, args, dups, res); err != nil {
+			if err := s.lookUpDuplicates(ctx, tx, rows, dups, res); err != nil {
 				return err
 			}
 			return outbox.BeforeCommit(ctx)
@@ -107,9 +109,9 @@ func (s *Store) acceptSet(ctx context.Context, items []outbox.AcceptItem, args [
 		if err := insert(nil); err != nil {
 			return false
 		}
-		if err := s.lookUpDuplicates(ctx, s.pool, items, args, dups, res); err != nil {
+		if err := s.lookUpDuplicates(ctx, s.pool, rows, dups, res); err != nil {
 			for _, i := range dups {
-				res[i] = outbox.AcceptOutcome{Err: fmt.Errorf("accept submission %s: %w", items[i].Submission.ID, err)}
+				res[i] = outbox.AcceptOutcome{Err: fmt.Errorf("accept submission %s: %w", rows[i].sub.ID, err)}
 			}
 		}
 	}
@@ -133,70 +135,57 @@ func distinctSubmissions(items []outbox.AcceptItem, live []int) bool {
 	return true
 }
 
-// acceptColumns transposes acceptArgs of the live items into acceptSetSQL's arrays:
-// submissions one row per item, deliveries and extra events flattened with their
-// submission's id.
-func acceptColumns(args [][]any, live []int) []any {
-	n := len(live)
-	var (
-		ids                                              = make([]uuid.UUID, 0, n)
-		forms, statuses, reasons, datas, metas, hashes   = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		keys                                             = make([]*string, 0, n)
-		tests                                            = make([]bool, 0, n)
-		created                                          = make([]time.Time, 0, n)
-		received                                         = make([]string, 0, n)
-		dSub                                             []uuid.UUID
-		dID, dRoute, dChan, dRcpt, dStatus               []string
-		dAtt, dMax                                       []int32
-		dNext, dCreated, dUpdated                        []time.Time
-		dOwner, dToken, dLastErr, dProv, dPmid, dPayload []string
-		dLocked, dSent                                   []pgtype.Timestamptz
-		eSub                                             []uuid.UUID
-		eKind, eData                                     []string
-		eAt                                              []time.Time
-	)
+// acceptColumns are acceptSetSQL's arrays: the live items' submissions one row per item,
+// their deliveries and extra events flattened, each with its submission's id (dSub, eSub).
+type acceptColumns struct {
+	id                                                [][16]byte
+	form, status, reason, data, meta, key, hash, recv []string // recv: submission.received data
+	test                                              []bool
+	created                                           []time.Time
+	dSub                                              [][16]byte
+	d                                                 plannedDeliveries
+	eSub                                              [][16]byte
+	e                                                 extraEvents
+}
+
+func newAcceptColumns(rows []acceptRow, live []int) *acceptColumns {
+	n, nd, ne := len(live), 0, 0
 	for _, i := range live {
-		a := args[i]
-		id := a[0].(uuid.UUID)
-		ids = append(ids, id)
-		forms, statuses, reasons = append(forms, a[1].(string)), append(statuses, a[2].(string)), append(reasons, a[3].(string))
-		datas, metas = append(datas, a[4].(string)), append(metas, a[5].(string))
-		keys, hashes = append(keys, a[6].(*string)), append(hashes, a[7].(string))
-		tests, created = append(tests, a[8].(bool)), append(created, a[9].(time.Time))
-		received = append(received, a[29].(string))
-		for k := range a[10].([]string) {
-			dSub = append(dSub, id)
-			dID = append(dID, a[10].([]string)[k])
-			dRoute = append(dRoute, a[11].([]string)[k])
-			dChan = append(dChan, a[12].([]string)[k])
-			dRcpt = append(dRcpt, a[13].([]string)[k])
-			dStatus = append(dStatus, a[14].([]string)[k])
-			dAtt = append(dAtt, a[15].([]int32)[k])
-			dMax = append(dMax, a[16].([]int32)[k])
-			dNext = append(dNext, a[17].([]time.Time)[k])
-			dOwner = append(dOwner, a[18].([]string)[k])
-			dToken = append(dToken, a[19].([]string)[k])
-			dLocked = append(dLocked, a[20].([]pgtype.Timestamptz)[k])
-			dLastErr = append(dLastErr, a[21].([]string)[k])
-			dProv = append(dProv, a[22].([]string)[k])
-			dPmid = append(dPmid, a[23].([]string)[k])
-			dPayload = append(dPayload, a[24].([]string)[k])
-			dCreated = append(dCreated, a[25].([]time.Time)[k])
-			dUpdated = append(dUpdated, a[26].([]time.Time)[k])
-			dSent = append(dSent, a[27].([]pgtype.Timestamptz)[k])
-		}
-		for k := range a[30].([]string) {
-			eSub = append(eSub, id)
-			eKind = append(eKind, a[30].([]string)[k])
-			eData = append(eData, a[31].([]string)[k])
-			eAt = append(eAt, a[32].([]time.Time)[k])
-		}
+		nd, ne = nd+len(rows[i].deliveries), ne+len(rows[i].sub.Events)
 	}
-	return []any{
-		ids, forms, statuses, reasons, datas, metas, keys, hashes, tests, created,
-		dSub, dID, dRoute, dChan, dRcpt, dStatus, dAtt, dMax, dNext, dOwner, dToken, dLocked, dLastErr,
-		dProv, dPmid, dPayload, dCreated, dUpdated, dSent,
-		outbox.EventSubmissionReceived, received,
-		eSub, eKind, eData, eAt,
+	c := &acceptColumns{
+		id: make([][16]byte, 0, n), test: make([]bool, 0, n), created: make([]time.Time, 0, n),
+		dSub: make([][16]byte, 0, nd), eSub: make([][16]byte, 0, ne),
 	}
+	for _, s := range []*[]string{&c.form, &c.status, &c.reason, &c.data, &c.meta, &c.key, &c.hash, &c.recv} {
+		*s = make([]string, 0, n)
+	}
+	c.d.grow(nd)
+	c.e.grow(ne)
+	for _, i := range live {
+		c.add(&rows[i])
+	}
+	return c
+}
+
+func (c *acceptColumns) add(r *acceptRow) {
+	sub := r.sub
+	c.id, c.form, c.status, c.reason = append(c.id, r.id), append(c.form, sub.Form), append(c.status, string(sub.Status)), append(c.reason, sub.Reason)
+	c.data, c.meta, c.key, c.hash = append(c.data, r.data), append(c.meta, r.meta), append(c.key, sub.IdempotencyKey), append(c.hash, sub.ContentHash)
+	c.test, c.created, c.recv = append(c.test, sub.Test), append(c.created, r.created), append(c.recv, r.event)
+	for k := range r.deliveries {
+		c.dSub = append(c.dSub, r.id)
+		c.d.add(&r.deliveries[k])
+	}
+	for _, ev := range sub.Events {
+		c.eSub = append(c.eSub, r.id)
+		c.e.add(ev, r.created)
+	}
+}
+
+func (c *acceptColumns) params() []any {
+	args := make([]any, 0, 37)
+	args = append(args, c.id, c.form, c.status, c.reason, c.data, c.meta, c.key, c.hash, c.test, c.created, c.dSub)
+	args = c.d.params(args)
+	return append(args, outbox.EventSubmissionReceived, c.recv, c.eSub, c.e.kind, c.e.data, c.e.at)
 }

@@ -138,15 +138,15 @@ func (e *encoder) encode(tb testing.TB, args []any) {
 
 // acceptSetParams is what AcceptBatch builds from items for acceptSetSQL.
 func acceptSetParams(tb testing.TB, items []outbox.AcceptItem, live []int) []any {
-	args := make([][]any, len(items))
+	rows := make([]acceptRow, len(items))
 	for _, i := range live {
-		a, err := acceptArgs(items[i].Submission, items[i].Deliveries)
+		r, err := newAcceptRow(items[i])
 		if err != nil {
 			tb.Fatal(err)
 		}
-		args[i] = a
+		rows[i] = r
 	}
-	return acceptColumns(args, live)
+	return newAcceptColumns(rows, live).params()
 }
 
 // completeSetParams is what CompleteBatch builds from planned completions for
