@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -17,7 +17,9 @@ import (
 // round trip. The fenced UPDATE returns nothing when the lease is gone, and then the
 // attempt and the event, which are inserted only from its row, are not written either.
 // The attempt number is raised past the history as Complete does; the UPDATE holds the
-// delivery's row lock, so no other writer numbers an attempt of it meanwhile.
+// delivery's row lock, so no other writer numbers an attempt of it meanwhile. The
+// parameters are completeArgs'; the event's submission and delivery ($19, $20) are the
+// nil uuid when unset, NULL here (NULLIF), and then the delivery's.
 const completeOneSQL = `
 WITH u AS (
 	UPDATE deliveries SET
@@ -42,10 +44,15 @@ WITH u AS (
 	FROM u
 ), e AS (
 	INSERT INTO events (kind, submission_id, delivery_id, data, at)
-	SELECT $18, COALESCE($19::uuid, u.submission_id), COALESCE($20::uuid, u.id), $21, $22
+	SELECT $18, COALESCE(NULLIF($19::uuid, ` + nilUUID + `), u.submission_id),
+		COALESCE(NULLIF($20::uuid, ` + nilUUID + `), u.id), $21, $22
 	FROM u WHERE $18 <> ''
 )
 SELECT submission_id FROM u`
+
+// nilUUID is uuid.Nil in SQL: the completion statements' "unset" for a uuid, which travels
+// as a [16]byte (pgx encodes a uuid.UUID through its driver.Valuer, as text).
+const nilUUID = `'00000000-0000-0000-0000-000000000000'::uuid`
 
 // CompleteBatch records many completions in one transaction, pipelined in one round trip,
 // each fenced by its own lease token: a stale lease gets outbox.ErrLeaseLost and writes
@@ -84,7 +91,7 @@ func (s *Store) completeRun(ctx context.Context, cs []outbox.Completion, live []
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
 		bad, err = pipeline(ctx, tx, completeOneSQL, live, func(i int) []any { return completeArgs(cs[i]) }, func(i int, row pgx.Row) error {
-			var subID uuid.UUID
+			var subID [16]byte
 			switch err := row.Scan(&subID); {
 			case err == nil:
 				errs[i] = nil
@@ -119,27 +126,30 @@ func distinctDeliveries(cs []outbox.Completion, live []int) bool {
 }
 
 // completeArgs are completeOneSQL's parameters for a completion completion.Plan has
-// checked and filled.
+// checked and filled, in completeColumns' order.
 func completeArgs(c outbox.Completion) []any {
-	a := c.Attempt
-	var (
-		kind         string
-		data         = "{}"
-		at           = c.Now
-		esub, edeliv any
-	)
-	if e := c.Event; e != nil {
-		kind, data, at, edeliv = e.Kind, string(e.Data), e.At, e.DeliveryID
-		if e.SubmissionID != uuid.Nil {
-			esub = e.SubmissionID
-		}
-	}
+	a, e := c.Attempt, eventOf(c)
 	return []any{
-		string(c.Status), c.NextAttemptAt, c.LastError, c.Provider, c.ProviderMessageID, c.Now, c.DeliveryID, c.LeaseToken,
+		string(c.Status), c.NextAttemptAt, c.LastError, c.Provider, c.ProviderMessageID, c.Now, [16]byte(c.DeliveryID), c.LeaseToken,
 		a.Attempt, a.Provider, a.StartedAt, a.FinishedAt, string(a.Outcome),
 		a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID,
-		kind, esub, edeliv, data, at,
+		e.kind, e.sub, e.delivery, e.data, e.at,
 	}
+}
+
+// completeEvent is what the completion statements write of a completion's event.
+type completeEvent struct {
+	kind, data    string // no kind: there is no event
+	at            time.Time
+	sub, delivery [16]byte // uuid.Nil: the delivery's (nilUUID)
+}
+
+func eventOf(c outbox.Completion) completeEvent {
+	e := completeEvent{data: "{}", at: c.Now}
+	if ev := c.Event; ev != nil {
+		e.kind, e.data, e.at, e.sub, e.delivery = ev.Kind, string(ev.Data), ev.At, ev.SubmissionID, ev.DeliveryID
+	}
+	return e
 }
 
 var _ outbox.BatchCompleter = (*Store)(nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -14,7 +13,9 @@ import (
 // server plans and runs it once instead of once per completion, which is most of its
 // cost when sends finish by the hundred (a burn-down). The fencing is the same, per row:
 // a completion whose lease is gone matches no row in u, so neither its attempt nor its
-// event is written, and its id is missing from the result.
+// event is written, and its id is missing from the result. The arrays are
+// completeColumns'; as in completeOneSQL, an event's submission or delivery that is the
+// nil uuid is the delivery's.
 const completeSetSQL = `
 WITH c AS (
 	SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
@@ -47,7 +48,8 @@ WITH c AS (
 	FROM u JOIN c ON c.id = u.id
 ), e AS (
 	INSERT INTO events (kind, submission_id, delivery_id, data, at)
-	SELECT c.kind, COALESCE(c.esub, u.submission_id), COALESCE(c.edeliv, u.id), c.data::json, c.at
+	SELECT c.kind, COALESCE(NULLIF(c.esub, ` + nilUUID + `), u.submission_id),
+		COALESCE(NULLIF(c.edeliv, ` + nilUUID + `), u.id), c.data::json, c.at
 	FROM u JOIN c ON c.id = u.id WHERE c.kind <> ''
 )
 SELECT id FROM u`
@@ -61,7 +63,7 @@ func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []
 	for _, i := range live {
 		cols.add(cs[i])
 	}
-	done := make(map[uuid.UUID]bool, len(live))
+	done := make(map[[16]byte]bool, len(live))
 	run := func(q interface {
 		Query(context.Context, string, ...any) (pgx.Rows, error)
 	}) error {
@@ -69,7 +71,7 @@ func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
 		for _, id := range ids {
 			done[id] = true
 		}
@@ -100,64 +102,46 @@ func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []
 	return true
 }
 
-// completeColumns holds completeArgs transposed: one array per parameter.
+// completeColumns are completeSetSQL's arrays: completeArgs transposed, one array per
+// parameter, in types pgx encodes without reflection ([16]byte for a uuid).
 type completeColumns struct {
 	status, lastError, provider, pmid, token, aprov, outcome, code, errText, apmid, kind, data []string
 	next, now, started, finished, at                                                           []time.Time
-	id                                                                                         []uuid.UUID
-	esub, edeliv                                                                               []*uuid.UUID
+	id, esub, edeliv                                                                           [][16]byte
 	att, http                                                                                  []int32
 }
 
 func newCompleteColumns(n int) *completeColumns {
-	return &completeColumns{
-		status: make([]string, 0, n), next: make([]time.Time, 0, n), lastError: make([]string, 0, n),
-		provider: make([]string, 0, n), pmid: make([]string, 0, n), now: make([]time.Time, 0, n),
-		id: make([]uuid.UUID, 0, n), token: make([]string, 0, n), att: make([]int32, 0, n),
-		aprov: make([]string, 0, n), started: make([]time.Time, 0, n), finished: make([]time.Time, 0, n),
-		outcome: make([]string, 0, n), http: make([]int32, 0, n), code: make([]string, 0, n),
-		errText: make([]string, 0, n), apmid: make([]string, 0, n), kind: make([]string, 0, n),
-		esub: make([]*uuid.UUID, 0, n), edeliv: make([]*uuid.UUID, 0, n), data: make([]string, 0, n),
-		at: make([]time.Time, 0, n),
+	k := &completeColumns{
+		id: make([][16]byte, 0, n), esub: make([][16]byte, 0, n), edeliv: make([][16]byte, 0, n),
+		att: make([]int32, 0, n), http: make([]int32, 0, n),
 	}
+	for _, s := range []*[]string{&k.status, &k.lastError, &k.provider, &k.pmid, &k.token, &k.aprov, &k.outcome,
+		&k.code, &k.errText, &k.apmid, &k.kind, &k.data} {
+		*s = make([]string, 0, n)
+	}
+	for _, t := range []*[]time.Time{&k.next, &k.now, &k.started, &k.finished, &k.at} {
+		*t = make([]time.Time, 0, n)
+	}
+	return k
 }
 
-// add appends c's values, taken from completeArgs so that both paths write the same.
+// add appends c's values: completeArgs' fields, in its order.
 func (k *completeColumns) add(c outbox.Completion) {
-	a := completeArgs(c)
-	k.status = append(k.status, a[0].(string))
-	k.next = append(k.next, a[1].(time.Time))
-	k.lastError = append(k.lastError, a[2].(string))
-	k.provider = append(k.provider, a[3].(string))
-	k.pmid = append(k.pmid, a[4].(string))
-	k.now = append(k.now, a[5].(time.Time))
-	k.id = append(k.id, a[6].(uuid.UUID))
-	k.token = append(k.token, a[7].(string))
-	k.att = append(k.att, int32(a[8].(int)))
-	k.aprov = append(k.aprov, a[9].(string))
-	k.started = append(k.started, a[10].(time.Time))
-	k.finished = append(k.finished, a[11].(time.Time))
-	k.outcome = append(k.outcome, a[12].(string))
-	k.http = append(k.http, int32(a[13].(int)))
-	k.code = append(k.code, a[14].(string))
-	k.errText = append(k.errText, a[15].(string))
-	k.apmid = append(k.apmid, a[16].(string))
-	k.kind = append(k.kind, a[17].(string))
-	k.esub = append(k.esub, optionalUUID(a[18]))
-	k.edeliv = append(k.edeliv, optionalUUID(a[19]))
-	k.data = append(k.data, a[20].(string))
-	k.at = append(k.at, a[21].(time.Time))
+	a, e := &c.Attempt, eventOf(c)
+	k.status, k.next, k.lastError = append(k.status, string(c.Status)), append(k.next, c.NextAttemptAt), append(k.lastError, c.LastError)
+	k.provider, k.pmid, k.now = append(k.provider, c.Provider), append(k.pmid, c.ProviderMessageID), append(k.now, c.Now)
+	k.id, k.token = append(k.id, c.DeliveryID), append(k.token, c.LeaseToken)
+	k.att, k.aprov, k.started = append(k.att, int32(a.Attempt)), append(k.aprov, a.Provider), append(k.started, a.StartedAt)
+	k.finished, k.outcome = append(k.finished, a.FinishedAt), append(k.outcome, string(a.Outcome))
+	k.http, k.code, k.errText = append(k.http, int32(a.HTTPStatus)), append(k.code, a.ErrorCode), append(k.errText, a.Error)
+	k.apmid = append(k.apmid, a.ProviderMessageID)
+	k.kind, k.esub, k.edeliv = append(k.kind, e.kind), append(k.esub, e.sub), append(k.edeliv, e.delivery)
+	k.data, k.at = append(k.data, e.data), append(k.at, e.at)
 }
 
 func (k *completeColumns) args() []any {
 	return []any{k.status, k.next, k.lastError, k.provider, k.pmid, k.now, k.id, k.token, k.att, k.aprov,
 		k.started, k.finished, k.outcome, k.http, k.code, k.errText, k.apmid, k.kind, k.esub, k.edeliv,
 		k.data, k.at}
-}
-
-func optionalUUID(v any) *uuid.UUID {
-	if id, ok := v.(uuid.UUID); ok {
-		return &id
-	}
-	return nil
 }
