@@ -15,12 +15,16 @@ import (
 // sending under the caller's lease token. Zero rows matched means another worker owns the
 // delivery now (or it was finished), and the caller gets outbox.ErrLeaseLost with nothing
 // written.
+//
+// A delivery id is passed as a [16]byte, which pgx encodes as a uuid directly; a
+// uuid.UUID would go through its driver.Valuer, formatted as text and parsed back, on
+// every lease renewal and release.
 
 // Renew moves locked_until of a lease the caller still holds.
 func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUntil time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET locked_until = $3
 		WHERE id = $1 AND status = 'sending' AND lease_token = $2 AND lease_token <> ''`,
-		id, token, lockedUntil)
+		[16]byte(id), token, lockedUntil)
 	if err := fenced(tag, err); err != nil {
 		return fmt.Errorf("renew lease of delivery %s: %w", id, err)
 	}
@@ -52,7 +56,7 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 			next_attempt_at = $3,
 			updated_at = $3
 		WHERE id = $1 AND status = 'sending' AND lease_token = $2 AND lease_token <> ''`,
-		id, token, orNow(now))
+		[16]byte(id), token, orNow(now))
 	if err := fenced(tag, err); err != nil {
 		return fmt.Errorf("release lease of delivery %s: %w", id, err)
 	}
@@ -64,7 +68,7 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
 			next_attempt_at = $2, updated_at = $2
-		WHERE id = $1 AND status IN ('dead', 'failed')`, id, orNow(now))
+		WHERE id = $1 AND status IN ('dead', 'failed')`, [16]byte(id), orNow(now))
 	if err != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, err)
 	}
@@ -72,7 +76,7 @@ func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
 		return nil
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`, id).Scan(&exists); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`, [16]byte(id)).Scan(&exists); err != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, err)
 	}
 	if !exists {
