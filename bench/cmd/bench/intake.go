@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", to count what the SQLite Caddy stored
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
@@ -189,28 +190,7 @@ type point struct {
 	p50, p99 time.Duration
 	success  float64 // share of 2xx answers (1 for non-HTTP baselines without errors)
 	note     string
-}
-
-// attack drives url with conns concurrent keep-alive connections as fast as they go
-// (vegeta with a fixed worker pool and no rate limit: a closed loop), each request a
-// distinct JSON submission so that intake's duplicate detection never short-cuts it.
-func attack(url string, conns int, dur time.Duration) point {
-	var n atomic.Int64
-	hdr := http.Header{"Content-Type": []string{"application/json"}}
-	targeter := func(t *vegeta.Target) error {
-		i := n.Add(1)
-		t.Method, t.URL, t.Header = http.MethodPost, url, hdr
-		t.Body = []byte(fmt.Sprintf(`{"message":"bench %d %s"}`, i, uuid.NewString()))
-		return nil
-	}
-	a := vegeta.NewAttacker(vegeta.Workers(uint64(conns)), vegeta.MaxWorkers(uint64(conns)),
-		vegeta.Connections(conns), vegeta.MaxConnections(conns), vegeta.KeepAlive(true), vegeta.Timeout(10*time.Second))
-	var m vegeta.Metrics
-	for res := range a.Attack(targeter, vegeta.Rate{Freq: 0}, dur, "intake") {
-		m.Add(res)
-	}
-	m.Close()
-	return point{rate: m.Throughput, p50: m.Latencies.P50, p99: m.Latencies.P99, success: m.Success}
+	answered int64 // HTTP points: requests answered with success
 }
 
 // pgbenchScript is the per-request transaction intake runs without group commit: one
@@ -371,19 +351,36 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	defer pgCaddy.stop()
-	sqCaddy, err := startCaddy(cfg, "caddy-sqlite", "sqlite "+filepath.Join(cfg.tmp, "caddy-sqlite", "outbox.db"))
+	sqPath := filepath.Join(cfg.tmp, "caddy-sqlite", "outbox.db")
+	sqCaddy, err := startCaddy(cfg, "caddy-sqlite", "sqlite "+sqPath)
 	if err != nil {
 		return err
 	}
 	defer sqCaddy.stop()
+	// One submission each before measuring: the PostgreSQL store opens (and migrates) on
+	// first use, and the counts below read its tables.
+	for _, p := range []*caddyProc{pgCaddy, sqCaddy} {
+		resp, err := http.Post(p.url("/contact"), "application/json", strings.NewReader(`{"message":"warm-up"}`))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("warm-up submission: %s", resp.Status)
+		}
+	}
 
 	for _, c := range cfg.conns {
 		logf("intake at %d connections", c)
-		r.add("respond", c, attack(pgCaddy.url("/ceiling"), c, cfg.dur))
-		if p, err := runPgbench(cfg, pgbenchSchema, c, cfg.dur); err != nil {
+		p, err := load(cfg, pgCaddy.url("/ceiling"), c, cfg.dur, false)
+		if err != nil {
+			return err
+		}
+		r.add("respond", c, p)
+		if pb, err := runPgbench(cfg, pgbenchSchema, c, cfg.dur); err != nil {
 			r.fail(fmt.Sprintf("pgbench at %d", c), err)
 		} else {
-			r.add("pgbench", c, p)
+			r.add("pgbench", c, pb)
 		}
 		r.add("pg-accept", c, perRequestAccept(pga, c, cfg.dur))
 		var peak int
@@ -410,7 +407,11 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 			path := filepath.Join(cfg.caddyProfile, fmt.Sprintf("caddy-pg-%d", c))
 			go func() { profiled <- pgCaddy.profile(path, cfg.dur-time.Second) }()
 		}
-		r.add("pg-caddy", c, attack(pgCaddy.url("/contact"), c, cfg.dur))
+		p, err = loadStored(cfg, pgCaddy.url("/contact"), c, func() (int64, error) { return countPG(ctx, cfg.dsn, pgSchema) })
+		if err != nil {
+			return err
+		}
+		r.add("pg-caddy", c, p)
 		if profiled != nil {
 			if err := <-profiled; err != nil {
 				logf("caddy profile at %d connections: %v", c, err)
@@ -423,9 +424,61 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 			r.rssKB, r.rssHWMKB = peak, hwm
 		}
 		r.add("sqlite-accept", c, perRequestAccept(sqa, c, cfg.dur))
-		r.add("sqlite-caddy", c, attack(sqCaddy.url("/contact"), c, cfg.dur))
+		p, err = loadStored(cfg, sqCaddy.url("/contact"), c, func() (int64, error) { return countSQLite(ctx, sqPath) })
+		if err != nil {
+			return err
+		}
+		r.add("sqlite-caddy", c, p)
 	}
 	return nil
+}
+
+// loadStored runs an intake point and checks the guarantee behind the figure: every
+// submission answered with success is in the store (count is read before and after; a
+// request cut off at the end of the run may be stored without having been counted, so
+// the store may hold a few more, never fewer).
+func loadStored(cfg *config, url string, conns int, count func() (int64, error)) (point, error) {
+	before, err := count()
+	if err != nil {
+		return point{}, err
+	}
+	p, err := load(cfg, url, conns, cfg.dur, true)
+	if err != nil {
+		return point{}, err
+	}
+	time.Sleep(100 * time.Millisecond) // let requests cut off at the end finish
+	after, err := count()
+	if err != nil {
+		return point{}, err
+	}
+	if stored := after - before; stored < p.answered {
+		return p, fmt.Errorf("%s at %d connections: %d answered with success, only %d stored", url, conns, p.answered, stored)
+	}
+	p.note = fmt.Sprintf("%d answered with success, %d stored", p.answered, after-before)
+	logf("  %s", p.note)
+	return p, nil
+}
+
+func countPG(ctx context.Context, dsn, schema string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "submissions"}.Sanitize()).Scan(&n)
+	return n, err
+}
+
+func countSQLite(ctx context.Context, path string) (int64, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM submissions`).Scan(&n)
+	return n, err
 }
 
 func resetSchema(ctx context.Context, dsn, schema string) error {

@@ -103,7 +103,7 @@ func (r *report) markdown() string {
 	}
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
-	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by vegeta with N keep-alive connections in a closed loop; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL.\n\n")
+	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by wrk with N keep-alive connections in a closed loop, each request a distinct submission; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL, and after each point the bench checks that the store holds at least as many new submissions as answers of success.\n\n")
 	kinds := []string{"respond", "pgbench", "pg-accept", "pg-caddy", "sqlite-accept", "sqlite-caddy"}
 	b.WriteString("| conns |")
 	for _, k := range kinds {
