@@ -2,6 +2,7 @@ package formoutbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,6 +46,9 @@ func runReplay(cmd *cobra.Command, args []string, addr string, out io.Writer, as
 	}
 	defer store.Close()
 	sp, err := spool.Open(dir, spool.Options{})
+	if errors.Is(err, spool.ErrInUse) {
+		return fmt.Errorf("replay: %w; that Caddy replays its own spool: run this command without --spool to ask it through its admin endpoint", err)
+	}
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

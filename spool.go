@@ -67,6 +67,9 @@ func (a *App) provisionSpool() error {
 	}
 	val, _, err := spools.LoadOrNew(abs, func() (caddy.Destructor, error) {
 		s, err := spool.Open(abs, spool.Options{})
+		if errors.Is(err, spool.ErrInUse) {
+			return nil, fmt.Errorf("%w; give each Caddy instance its own spool directory (spool DIR in the form_outbox global options) or data directory", err)
+		}
 		if err != nil {
 			return nil, err
 		}

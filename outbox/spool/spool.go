@@ -23,6 +23,9 @@ const (
 	corruptDir = "corrupt"
 )
 
+// ErrInUse is wrapped by Open's error when another process holds the directory.
+var ErrInUse = errors.New("one process owns a spool directory at a time")
+
 // Options tune a spool. Zero values mean the defaults.
 type Options struct {
 	// SegmentSize is the size at which a segment is sealed and a new one started.
@@ -32,7 +35,8 @@ type Options struct {
 }
 
 // Spool is an append-only, fsynced queue of submissions in one directory. One process
-// owns a directory at a time; inside it Spool is safe for concurrent use.
+// owns a directory at a time (Open takes a lock on it where the platform has flock and
+// fails while another process holds it); inside it Spool is safe for concurrent use.
 type Spool struct {
 	dir  string
 	opts Options
@@ -41,6 +45,8 @@ type Spool struct {
 	// run and that their failure fails Append.
 	syncFile func(*os.File) error
 	syncDir  func(string) error
+
+	lock *os.File // holds the directory's lock (lock_unix.go) until Close; nil elsewhere
 
 	mu      sync.Mutex
 	active  *os.File // nil until the first Append after Open or a seal
@@ -76,18 +82,24 @@ func Open(dir string, opts Options) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open spool %s: %w", dir, err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open spool: %w", err)
+	}
 	s := &Spool{
-		dir: dir, opts: opts,
+		dir: dir, opts: opts, lock: lock,
 		syncFile: (*os.File).Sync, syncDir: syncDir,
 		segs: map[uint64]*segInfo{},
 	}
 	seqs, err := s.listSegments()
 	if err != nil {
+		s.unlock()
 		return nil, err
 	}
 	for _, seq := range seqs {
 		b, err := os.ReadFile(s.segPath(seq))
 		if err != nil {
+			s.unlock()
 			return nil, fmt.Errorf("open spool: read %s: %w", s.segPath(seq), err)
 		}
 		recs, _ := parseSegment(b)
@@ -226,11 +238,22 @@ func (s *Spool) OldestAge() time.Duration {
 	return s.opts.Now().Sub(st.Oldest)
 }
 
-// Close closes the active segment. Spooled entries stay on disk for the next Open.
+// Close closes the active segment and releases the directory. Spooled entries stay on
+// disk for the next Open.
 func (s *Spool) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sealLocked()
+	err := s.sealLocked()
+	s.unlock()
+	return err
+}
+
+// unlock releases the directory's lock (closing the file drops the flock).
+func (s *Spool) unlock() {
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
 }
 
 // remove deletes a drained segment and forgets it.

@@ -267,6 +267,7 @@ func TestReplayingTwiceStoresOnce(t *testing.T) {
 				if rep.Stored != wantStored || rep.Duplicates != wantDup {
 					t.Fatalf("pass %d: report %+v", pass, rep)
 				}
+				s.Close() // as the process that replayed it exits
 			}
 			if n := receivedEvents(t, store); n != len(es) {
 				t.Fatalf("%d submissions written, want %d", n, len(es))
