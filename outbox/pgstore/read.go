@@ -52,7 +52,9 @@ func scanDelivery(row pgx.Row) (outbox.Delivery, error) {
 		payload             []byte
 		lockedUntil, sentAt *time.Time
 	)
-	err := row.Scan(&d.ID, &d.SubmissionID, &d.Route, &channel, &d.Recipient, &status, &d.Attempts, &d.MaxAttempts,
+	// uuid.UUID scanned as a [16]byte: pgx copies the bytes instead of going through
+	// sql.Scanner, which formats the uuid as text and parses it back.
+	err := row.Scan((*[16]byte)(&d.ID), (*[16]byte)(&d.SubmissionID), &d.Route, &channel, &d.Recipient, &status, &d.Attempts, &d.MaxAttempts,
 		&d.NextAttemptAt, &d.LeaseOwner, &d.LeaseToken, &lockedUntil, &d.LastError, &d.Provider,
 		&d.ProviderMessageID, &payload, &d.CreatedAt, &d.UpdatedAt, &sentAt)
 	if err != nil {
@@ -74,7 +76,7 @@ func scanAttempt(row pgx.Row) (outbox.Attempt, error) {
 		a       outbox.Attempt
 		outcome string
 	)
-	err := row.Scan(&a.DeliveryID, &a.Attempt, &a.Provider, &a.StartedAt, &a.FinishedAt, &outcome,
+	err := row.Scan((*[16]byte)(&a.DeliveryID), &a.Attempt, &a.Provider, &a.StartedAt, &a.FinishedAt, &outcome,
 		&a.HTTPStatus, &a.ErrorCode, &a.Error, &a.ProviderMessageID)
 	if err != nil {
 		return a, err
