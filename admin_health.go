@@ -112,7 +112,7 @@ func (a *App) health(ctx context.Context) Health {
 	sh := a.spoolHealth()
 	h.Spool = &sh
 	if !sh.Healthy {
-		h.Problems = append(h.Problems, "spool unhealthy")
+		h.Problems = append(h.Problems, "spool cannot take submissions: "+sh.Error)
 	}
 	if len(h.Problems) > 0 {
 		h.Status = "unhealthy"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,11 +126,24 @@ func (a *App) releaseSpool() error {
 }
 
 // spoolHealth is the spool's part of the health answer: depth and age of what waits for
-// the database. A non-empty spool is not unhealthy by itself; the storage check reports
-// the outage.
+// the database.
 func (a *App) spoolHealth() SpoolHealth {
-	entries, age, on := a.SpoolStats()
-	return SpoolHealth{Enabled: on, Depth: int64(entries), OldestAgeSeconds: age, Healthy: true}
+	if a.spool == nil {
+		return SpoolHealth{Healthy: true}
+	}
+	return spoolHealthOf(a.spool.Stats(), a.spool.OldestAge())
+}
+
+// spoolHealthOf judges a spool's stats. A non-empty spool is not unhealthy by itself (the
+// storage check reports the outage); a spool whose last append failed is: until an append
+// succeeds again, a submission the store cannot take is answered 503.
+func spoolHealthOf(st spool.Stats, oldestAge time.Duration) SpoolHealth {
+	h := SpoolHealth{Enabled: true, Depth: int64(st.Entries), OldestAgeSeconds: oldestAge.Seconds(), Healthy: true}
+	if st.AppendError != "" {
+		h.Healthy = false
+		h.Error = fmt.Sprintf("the last append failed at %s: %s", st.AppendErrorAt.UTC().Format(time.RFC3339), st.AppendError)
+	}
+	return h
 }
 
 // SpoolStats is the spool's depth for health checks (zero when the spool is off).

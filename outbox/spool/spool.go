@@ -54,6 +54,10 @@ type Spool struct {
 	actSize int64
 	nextSeq uint64
 	segs    map[uint64]*segInfo // every segment on disk, active included
+	// appendErr is the failure of the last Append that could not write (nil after a
+	// successful one): while set, the spool cannot take submissions.
+	appendErr   error
+	appendErrAt time.Time
 }
 
 // segInfo is what health needs about one segment without reading it again.
@@ -67,6 +71,10 @@ type Stats struct {
 	Entries  int       // valid records waiting for replay
 	Segments int       // segment files on disk
 	Oldest   time.Time // creation time of the oldest waiting entry; zero when empty
+	// AppendError is why the last Append failed to write (disk full, read-only, ...),
+	// at AppendErrorAt; empty once an Append succeeds again.
+	AppendError   string
+	AppendErrorAt time.Time
 }
 
 // Open opens (creating if needed) the spool in dir and counts what earlier processes left
@@ -137,6 +145,18 @@ func (s *Spool) Append(e Entry) error {
 	rec := frame(payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.writeLocked(rec); err != nil {
+		s.appendErr, s.appendErrAt = err, s.opts.Now()
+		return fmt.Errorf("spool append %s: %w", e.Submission.ID, err)
+	}
+	s.appendErr = nil
+	s.segs[s.actSeq].add(e.Submission.CreatedAt)
+	return nil
+}
+
+// writeLocked appends one framed record to the active segment (sealing a full one and
+// starting a new one as needed) and syncs it.
+func (s *Spool) writeLocked(rec []byte) error {
 	if s.active != nil && s.actSize > 0 && s.actSize+int64(len(rec)) > s.opts.SegmentSize {
 		if err := s.sealLocked(); err != nil {
 			return err
@@ -148,19 +168,16 @@ func (s *Spool) Append(e Entry) error {
 		}
 	}
 	n, err := s.active.Write(rec)
+	s.actSize += int64(n)
 	if err == nil {
 		err = s.syncFile(s.active)
 	}
 	if err != nil {
 		// The segment may now end in a partial record. Seal it so the next Append starts
 		// a clean segment; the reader skips the torn bytes.
-		s.actSize += int64(n)
 		_ = s.sealLocked()
-		return fmt.Errorf("spool append %s: %w", e.Submission.ID, err)
 	}
-	s.actSize += int64(n)
-	s.segs[s.actSeq].add(e.Submission.CreatedAt)
-	return nil
+	return err
 }
 
 // createLocked starts a new segment and makes its name durable.
@@ -220,6 +237,9 @@ func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{Segments: len(s.segs)}
+	if s.appendErr != nil {
+		st.AppendError, st.AppendErrorAt = s.appendErr.Error(), s.appendErrAt
+	}
 	for _, i := range s.segs {
 		st.Entries += i.entries
 		if !i.oldest.IsZero() && (st.Oldest.IsZero() || i.oldest.Before(st.Oldest)) {

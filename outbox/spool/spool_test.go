@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -402,10 +403,16 @@ func TestFailedSyncFailsAppendAndIsNotCounted(t *testing.T) {
 	if got := s.Stats().Entries; got != 1 {
 		t.Fatalf("entries = %d; a failed append must not count", got)
 	}
+	if st := s.Stats(); !strings.Contains(st.AppendError, "EIO") || st.AppendErrorAt.IsZero() {
+		t.Fatalf("stats after a failed append: %+v, want its error and time (health reports it)", st)
+	}
 	s.syncFile = (*os.File).Sync
 	later := newEntry("later")
 	if err := s.Append(later); err != nil {
 		t.Fatalf("append after a failed one: %v", err)
+	}
+	if st := s.Stats(); st.AppendError != "" {
+		t.Fatalf("stats after a successful append: error %q still reported", st.AppendError)
 	}
 	if n := len(segmentFiles(t, dir)); n != 2 {
 		t.Fatalf("%d segments; the failed append must seal its segment", n)
