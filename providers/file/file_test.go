@@ -3,9 +3,7 @@ package file_test
 import (
 	"context"
 	"errors"
-	"io"
 	"mime"
-	"mime/multipart"
 	"net/mail"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
 	"github.com/formoutbox/caddy-form-outbox/providers/file"
+	"github.com/formoutbox/caddy-form-outbox/providers/internal/mimemsg"
 )
 
 func newProvider(t *testing.T, dir string) *file.Provider {
@@ -82,37 +81,12 @@ func TestWritesParseableEML(t *testing.T) {
 	if got := h.Get("Message-ID"); got != res.MessageID {
 		t.Errorf("Message-ID = %q, want %q", got, res.MessageID)
 	}
-	mt, params, err := mime.ParseMediaType(h.Get("Content-Type"))
-	if err != nil || mt != "multipart/alternative" {
-		t.Fatalf("Content-Type = %q (%v)", h.Get("Content-Type"), err)
+	text, html, err := mimemsg.ReadAlternative(msg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// multipart.Reader undoes the quoted-printable transfer encoding.
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	var parts []string
-	var bodies []string
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("next part: %v", err)
-		}
-		b, err := io.ReadAll(part)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, part.Header.Get("Content-Type"))
-		bodies = append(bodies, string(b))
-	}
-	if len(parts) != 2 || !strings.HasPrefix(parts[0], "text/plain") || !strings.HasPrefix(parts[1], "text/html") {
-		t.Fatalf("parts = %q, want text/plain then text/html", parts)
-	}
-	if want := strings.ReplaceAll(m.Text, "\n", "\r\n"); bodies[0] != want {
-		t.Errorf("text part = %q, want %q", bodies[0], want)
-	}
-	if bodies[1] != m.HTML {
-		t.Errorf("html part = %q, want %q", bodies[1], m.HTML)
+	if want := strings.ReplaceAll(m.Text, "\n", "\r\n"); text != want || html != m.HTML {
+		t.Errorf("parts text %q html %q, want %q and %q", text, html, want, m.HTML)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -122,4 +123,40 @@ func addressList(as []*mail.Address) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// ReadAlternative reads back the text and HTML parts of a message Build made, checking
+// their content types and order (tests of the providers that send it use it to check
+// what arrived). html is "" when the message has no HTML part.
+func ReadAlternative(msg *mail.Message) (text, html string, err error) {
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/alternative" {
+		return "", "", fmt.Errorf("content type %q is not multipart/alternative (%v)", msg.Header.Get("Content-Type"), err)
+	}
+	// multipart.Reader undoes the quoted-printable transfer encoding.
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	want := []string{"text/plain; charset=utf-8", "text/html; charset=utf-8"}
+	var bodies []string
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("next part: %w", err)
+		}
+		if len(bodies) == len(want) || part.Header.Get("Content-Type") != want[len(bodies)] {
+			return "", "", fmt.Errorf("part %d is %q, want text/plain then text/html", len(bodies)+1, part.Header.Get("Content-Type"))
+		}
+		b, err := io.ReadAll(part)
+		if err != nil {
+			return "", "", err
+		}
+		bodies = append(bodies, string(b))
+	}
+	if len(bodies) == 0 {
+		return "", "", errors.New("no text part")
+	}
+	bodies = append(bodies, "")
+	return bodies[0], bodies[1], nil
 }
