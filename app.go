@@ -112,10 +112,12 @@ type EmailConfig struct {
 	// File writes each email as an .eml file (development). It is also what runs when no
 	// provider is configured, into <data dir>/form_outbox/mail.
 	File *FileConfig `json:"file,omitempty"`
-	// SES and Resend send real email (sender.go); with both, SES is tried first and
-	// Resend takes over within the same attempt when SES fails in a way it can help with.
+	// SES, Resend and SMTP send real email (sender.go); with several, they are tried in
+	// that order, and the next takes over within the same attempt when one fails in a way
+	// another can help with.
 	SES    *SESConfig    `json:"ses,omitempty"`
 	Resend *ResendConfig `json:"resend,omitempty"`
+	SMTP   *SMTPConfig   `json:"smtp,omitempty"`
 }
 
 // FileConfig configures the development email provider.

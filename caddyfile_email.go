@@ -1,12 +1,14 @@
 package formoutbox
 
 import (
+	"net"
 	"net/mail"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
 )
 
 // parseEmail reads the global `email` block:
@@ -25,6 +27,16 @@ import (
 //			api_key KEY                    # {env.RESEND_API_KEY}
 //			endpoint URL                   # tests
 //			timeout DURATION
+//		}
+//		smtp {                             # an SMTP relay; after ses and resend when combined
+//			address HOST:PORT              # required, e.g. smtp.example.com:587
+//			username USER                  # AUTH PLAIN; both or neither
+//			password PASSWORD              # {env.SMTP_PASSWORD}
+//			tls starttls|implicit|none     # default starttls; none only to loopback
+//			server_name NAME               # the certificate's name; default the host
+//			ca_file PATH                   # PEM CAs to trust instead of the system's
+//			helo NAME                      # default this machine's host name
+//			timeout DURATION               # one send; default 30s
 //		}
 //		file DIR                           # development: write .eml files into DIR
 //	}
@@ -58,6 +70,8 @@ func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
 			ec.SES, err = parseSES(d)
 		case "resend":
 			ec.Resend, err = parseResend(d)
+		case "smtp":
+			ec.SMTP, err = parseSMTP(d)
 		default:
 			err = d.Errf("email: unknown option %q", opt)
 		}
@@ -65,8 +79,8 @@ func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
 			return nil, err
 		}
 	}
-	if ec.File != nil && (ec.SES != nil || ec.Resend != nil) {
-		return nil, d.Errf("email: file is for development and cannot be combined with ses or resend")
+	if ec.File != nil && (ec.SES != nil || ec.Resend != nil || ec.SMTP != nil) {
+		return nil, d.Errf("email: file is for development and cannot be combined with ses, resend or smtp")
 	}
 	return ec, nil
 }
@@ -127,6 +141,58 @@ func parseResend(d *caddyfile.Dispenser) (*ResendConfig, error) {
 	}
 	if c.APIKey == "" {
 		return nil, d.Errf("email resend: api_key is required (e.g. api_key {env.RESEND_API_KEY})")
+	}
+	return c, nil
+}
+
+func parseSMTP(d *caddyfile.Dispenser) (*SMTPConfig, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := new(SMTPConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "address":
+			c.Address, err = singleArg(d)
+		case "username":
+			c.Username, err = singleArg(d)
+		case "password":
+			c.Password, err = singleArg(d)
+		case "tls":
+			c.TLS, err = singleArg(d)
+			if err == nil && c.TLS != smtp.StartTLS && c.TLS != smtp.Implicit && c.TLS != smtp.NoTLS {
+				err = d.Errf("email smtp: tls %q: want starttls, implicit or none", c.TLS)
+			}
+		case "server_name":
+			c.ServerName, err = singleArg(d)
+		case "ca_file":
+			c.CAFile, err = singleArg(d)
+		case "helo":
+			c.HELO, err = singleArg(d)
+		case "timeout":
+			c.Timeout, err = durationArg(d)
+		default:
+			err = d.Errf("email smtp: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.Address == "" {
+		return nil, d.Errf("email smtp: address is required (e.g. address smtp.example.com:587)")
+	}
+	if !isPlaceholder(c.Address) {
+		host, port, err := net.SplitHostPort(c.Address)
+		if err != nil || host == "" || port == "" {
+			return nil, d.Errf("email smtp: address %q is not HOST:PORT", c.Address)
+		}
+		if c.TLS == smtp.NoTLS && !smtp.IsLoopback(host) {
+			return nil, d.Errf("email smtp: tls none sends in plain text and is only allowed to a loopback address, not %s", host)
+		}
+	}
+	if (c.Username == "") != (c.Password == "") {
+		return nil, d.Errf("email smtp: username and password go together (password {env.SMTP_PASSWORD})")
 	}
 	return c, nil
 }

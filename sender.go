@@ -2,9 +2,11 @@ package formoutbox
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers/file"
 	"github.com/formoutbox/caddy-form-outbox/providers/resend"
 	"github.com/formoutbox/caddy-form-outbox/providers/ses"
+	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
 	"github.com/formoutbox/caddy-form-outbox/providers/webhook"
 )
 
@@ -46,8 +49,31 @@ type ResendConfig struct {
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
-// buildSender wires the providers: email through SES and/or Resend (a failover chain,
-// SES first, when both are configured), or else the file provider (the default);
+// SMTPConfig is the JSON twin of `email { smtp { ... } }`. Every value accepts
+// placeholders, resolved at provision and never written back.
+type SMTPConfig struct {
+	// Address is the relay's host:port, e.g. smtp.example.com:587. Required.
+	Address string `json:"address,omitempty"`
+	// Username and Password authenticate with AUTH PLAIN (both or neither); use a
+	// placeholder for the password ({env.SMTP_PASSWORD}).
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// TLS is starttls (default: refuse a server without STARTTLS), implicit (TLS from the
+	// first byte, port 465) or none (plain text, loopback addresses only).
+	TLS string `json:"tls,omitempty"`
+	// ServerName is the name the certificate must carry; default the address's host.
+	ServerName string `json:"server_name,omitempty"`
+	// CAFile is a PEM file of the CAs to trust instead of the system's (a private relay).
+	CAFile string `json:"ca_file,omitempty"`
+	// HELO is the name sent with EHLO; default this machine's host name.
+	HELO string `json:"helo,omitempty"`
+	// Timeout bounds one send, connection to the reply after DATA. Default 30s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// buildSender wires the providers: email through SES, Resend and/or SMTP (a failover
+// chain in that order when several are configured), or else the file provider (the
+// default);
 // webhooks signed with the secrets, and carrying the headers, that the form handlers
 // register.
 func (a *App) buildSender() (outbox.Sender, error) {
@@ -63,11 +89,11 @@ func (a *App) buildSender() (outbox.Sender, error) {
 
 func (a *App) emailProvider() (providers.Provider, error) {
 	ec := a.Email
-	if ec == nil || (ec.SES == nil && ec.Resend == nil) {
+	if ec == nil || (ec.SES == nil && ec.Resend == nil && ec.SMTP == nil) {
 		return file.New(file.Config{Dir: a.mailDir, From: a.from})
 	}
 	if ec.File != nil {
-		return nil, errors.New("file is for development and cannot be combined with ses or resend")
+		return nil, errors.New("file is for development and cannot be combined with ses, resend or smtp")
 	}
 	// Secrets are resolved here, into the provider, and never written back to the
 	// config: the running config and `caddy adapt` show only what the user wrote.
@@ -105,10 +131,43 @@ func (a *App) emailProvider() (providers.Provider, error) {
 		}
 		list = append(list, p)
 	}
+	// SMTP comes last, so adding it to a config with SES or Resend changes nothing while
+	// they work: it is the relay of last resort.
+	if c := ec.SMTP; c != nil {
+		p, err := newSMTP(c, a.from, resolve)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, p)
+	}
 	if len(list) == 1 {
 		return list[0], nil
 	}
 	return chain.New(list...), nil
+}
+
+func newSMTP(c *SMTPConfig, from string, resolve func(string) string) (*smtp.Provider, error) {
+	cfg := smtp.Config{
+		Address:    resolve(c.Address),
+		Username:   resolve(c.Username),
+		Password:   resolve(c.Password),
+		TLS:        resolve(c.TLS),
+		ServerName: resolve(c.ServerName),
+		HELO:       resolve(c.HELO),
+		Timeout:    time.Duration(c.Timeout),
+		From:       from,
+	}
+	if path := resolve(c.CAFile); path != "" {
+		pem, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("smtp ca_file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("smtp ca_file %s: no PEM certificate in it", path)
+		}
+	}
+	return smtp.New(cfg)
 }
 
 // registerWebhookHeaders records the extra headers of a webhook URL. Like secrets, two

@@ -26,6 +26,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
@@ -88,6 +89,7 @@ type Server struct {
 	ln   net.Listener
 	tls  *tls.Config
 	pool *x509.CertPool
+	der  []byte
 
 	mu       sync.Mutex
 	script   map[Stage][]Reply
@@ -108,6 +110,7 @@ func New(cfg Config) *Server {
 		cfg:    cfg,
 		tls:    &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		pool:   pool,
+		der:    cert.Certificate[0],
 		script: map[Stage][]Reply{},
 		conns:  map[net.Conn]struct{}{},
 	}
@@ -129,6 +132,11 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // CAPool trusts the fake's certificate (valid for 127.0.0.1 and localhost).
 func (s *Server) CAPool() *x509.CertPool { return s.pool }
+
+// CAPEM is the fake's certificate in PEM, for configs that take a CA file.
+func (s *Server) CAPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.der})
+}
 
 // At queues r for the next time a session reaches stage.
 func (s *Server) At(stage Stage, r Reply) {
