@@ -1,5 +1,5 @@
-// Package providers sends messages: email through SES, Resend or the development file
-// provider, and signed webhooks. It is the leaf of the import graph and knows nothing of
+// Package providers sends messages: email through SES, Resend, SMTP or the development
+// file provider, and signed webhooks. It is the leaf of the import graph and knows nothing of
 // Caddy or of the outbox tables.
 package providers
 
