@@ -377,11 +377,14 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 			return err
 		}
 		r.add("respond", c, p)
+		pgSchemas := []string{pgSchema, pgbenchSchema, "bench_intake_accept"}
+		settle(ctx, cfg.dsn, pgSchemas)
 		if pb, err := runPgbench(cfg, pgbenchSchema, c, cfg.dur); err != nil {
 			r.fail(fmt.Sprintf("pgbench at %d", c), err)
 		} else {
 			r.add("pgbench", c, pb)
 		}
+		settle(ctx, cfg.dsn, pgSchemas)
 		r.add("pg-accept", c, perRequestAccept(pga, c, cfg.dur))
 		var peak int
 		stopSample := make(chan struct{})
@@ -407,6 +410,7 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 			path := filepath.Join(cfg.caddyProfile, fmt.Sprintf("caddy-pg-%d", c))
 			go func() { profiled <- pgCaddy.profile(path, cfg.dur-time.Second) }()
 		}
+		settle(ctx, cfg.dsn, pgSchemas)
 		p, err = loadStored(cfg, pgCaddy.url("/contact"), c, func() (int64, error) { return countPG(ctx, cfg.dsn, pgSchema) })
 		if err != nil {
 			return err
@@ -479,6 +483,32 @@ func countSQLite(ctx context.Context, path string) (int64, error) {
 	var n int64
 	err = db.QueryRowContext(ctx, `SELECT count(*) FROM submissions`).Scan(&n)
 	return n, err
+}
+
+// settle gives every PostgreSQL point the same starting state, as pgbench's own
+// pre-run vacuum does: the bench schemas' tables vacuumed and analyzed and a checkpoint
+// taken, so that neither autovacuum (woken by the previous point's inserts) nor a
+// checkpoint's writes land at random inside the next measurement. Failures are logged
+// and the run goes on (CHECKPOINT needs a privileged role).
+func settle(ctx context.Context, dsn string, schemas []string) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		logf("settle: %v", err)
+		return
+	}
+	defer conn.Close(ctx)
+	var tables []string
+	for _, s := range schemas {
+		for _, t := range []string{"submissions", "deliveries", "delivery_attempts", "events"} {
+			tables = append(tables, pgx.Identifier{s, t}.Sanitize())
+		}
+	}
+	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+strings.Join(tables, ", ")); err != nil {
+		logf("settle: vacuum: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		logf("settle: checkpoint: %v", err)
+	}
 }
 
 func resetSchema(ctx context.Context, dsn, schema string) error {
