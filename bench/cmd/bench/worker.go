@@ -96,6 +96,8 @@ func benchBurnDown(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	_, _ = st.Pool().Exec(ctx, `VACUUM ANALYZE deliveries`)
+	_, _ = st.Pool().Exec(ctx, `CHECKPOINT`)
+	settleDisk()
 	logf("burn-down: form_outbox, %d deliveries", cfg.burnN)
 	w := outbox.NewWorker(outbox.WorkerConfig{
 		Store: st, Sender: noopSender{}, Concurrency: burnWorkers, Batch: burnBatch,
@@ -167,6 +169,8 @@ func benchBurnDown(ctx context.Context, cfg *config, r *report) error {
 		done += k
 	}
 	_, _ = pool.Exec(ctx, `VACUUM ANALYZE river_job`)
+	_, _ = pool.Exec(ctx, `CHECKPOINT`)
+	settleDisk()
 	logf("burn-down: River, %d jobs", cfg.burnN)
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
