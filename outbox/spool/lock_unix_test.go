@@ -6,12 +6,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // One process owns a spool directory: a second Open fails with a message naming the
@@ -47,7 +47,8 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 			os.Exit(1)
 		}
 		fmt.Println("locked")
-		time.Sleep(time.Minute)
+		// Hold the lock until killed; a parent that dies first closes our stdin.
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
 	dir := t.TempDir()
@@ -57,6 +58,11 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin, err := cmd.StdinPipe() // kept open: the helper holds the lock until killed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

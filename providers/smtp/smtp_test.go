@@ -340,12 +340,8 @@ func TestCancelledContextStopsASendAtOnce(t *testing.T) {
 		done <- err
 	}()
 	// Wait (bounded) until the server holds the whole message, then cancel.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(srv.Received()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the message never reached the fake")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !srv.WaitReceived(1, 5*time.Second) {
+		t.Fatal("the message never reached the fake")
 	}
 	start := time.Now()
 	cancel()

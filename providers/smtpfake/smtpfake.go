@@ -94,6 +94,7 @@ type Server struct {
 	mu       sync.Mutex
 	script   map[Stage][]Reply
 	received []Message
+	arrived  chan struct{} // closed and replaced each time a message is received
 	sessions int
 	conns    map[net.Conn]struct{}
 	closed   bool
@@ -107,12 +108,13 @@ func New(cfg Config) *Server {
 		panic(err)
 	}
 	s := &Server{
-		cfg:    cfg,
-		tls:    &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		pool:   pool,
-		der:    cert.Certificate[0],
-		script: map[Stage][]Reply{},
-		conns:  map[net.Conn]struct{}{},
+		cfg:     cfg,
+		tls:     &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		pool:    pool,
+		der:     cert.Certificate[0],
+		script:  map[Stage][]Reply{},
+		conns:   map[net.Conn]struct{}{},
+		arrived: make(chan struct{}),
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -125,6 +127,26 @@ func New(cfg Config) *Server {
 	s.wg.Add(1)
 	go s.serve()
 	return s
+}
+
+// WaitReceived waits until the fake holds at least n whole messages (their final "."
+// read, whatever it then answers), or timeout; it reports whether they arrived.
+func (s *Server) WaitReceived(n int, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		got, arrived := len(s.received), s.arrived
+		s.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-arrived:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // Addr is the host:port to configure.
@@ -418,6 +440,8 @@ func (ss *session) command(verb, arg string) error {
 		}
 		ss.s.mu.Lock()
 		ss.s.received = append(ss.s.received, m)
+		close(ss.s.arrived)
+		ss.s.arrived = make(chan struct{})
 		ss.s.mu.Unlock()
 		switch {
 		case r.Drop:
