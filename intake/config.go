@@ -24,6 +24,7 @@ package intake
 import (
 	"net/http"
 	"regexp"
+	"sync"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -104,6 +105,7 @@ type Config struct {
 	// IPHashKey keys the HMAC that turns the client IP into Meta.ClientIP, so stored
 	// submissions can be correlated per client without keeping addresses. Provision makes
 	// a random per-process key when it is empty (hashes then differ across restarts).
+	// Set it before Provision: the hashes use the key Provision saw.
 	IPHashKey []byte `json:"-"`
 	// ClientIP, when set, returns the client address (e.g. Caddy's trusted-proxy aware
 	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
@@ -113,7 +115,7 @@ type Config struct {
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
 
-	ipMACs   *ipMACs      // keyed HMACs for hashIP, reset and reused
+	ipMACs   *sync.Pool   // HMACs keyed with IPHashKey at Provision, for hashIP
 	limiter  *limiter     // nil without RateLimit
 	recent   *recentPosts // nil when dedupe is off
 	counters *Counters

@@ -22,14 +22,7 @@ func flatJSON(raw []byte, max int) (out outbox.Fields, ok bool) {
 	if p.eat('}') {
 		return p.end(outbox.Fields(nil))
 	}
-	// A rough count of members sizes the slice once.
-	n := 0
-	for _, c := range raw {
-		if c == ':' {
-			n++
-		}
-	}
-	out = make(outbox.Fields, 0, min(n, max))
+	out = make(outbox.Fields, 0, min(8, max))
 	for {
 		name, ok := p.str()
 		if !ok {

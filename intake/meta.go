@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -57,22 +55,16 @@ func (c *Config) clientIP(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// ipMACs keeps HMACs keyed with key for reuse: making one hashes the key twice.
-type ipMACs struct {
-	key  []byte
-	pool sync.Pool
-}
-
 func (c *Config) hashIP(ip string) string {
 	if ip == "" {
 		return ""
 	}
 	var m hash.Hash
-	if p := c.ipMACs; p != nil && bytes.Equal(p.key, c.IPHashKey) {
-		m = p.pool.Get().(hash.Hash)
-		defer p.pool.Put(m)
+	if c.ipMACs != nil {
+		m = c.ipMACs.Get().(hash.Hash)
+		defer c.ipMACs.Put(m)
 		m.Reset() // back to the keyed state, without hashing the key again
-	} else { // not provisioned, or the key was replaced since
+	} else { // not provisioned
 		m = hmac.New(sha256.New, c.IPHashKey)
 	}
 	_, _ = io.WriteString(m, ip)

@@ -70,7 +70,7 @@ func (c *Config) Provision() error {
 		}
 	}
 	key := c.IPHashKey
-	c.ipMACs = &ipMACs{key: key, pool: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+	c.ipMACs = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
 	return nil
 }
 
