@@ -12,13 +12,16 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 // exportColumns are the CSV columns. Forms differ in their fields and a stream cannot
 // know every field name before the last row, so the fields travel as one JSON object
-// (in the visitor's order) in the data column.
-var exportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "data"}
+// (in the visitor's order) in the data column. The client IP stays out (it may be the
+// address itself, see intake/meta.go, and a spreadsheet travels further than the
+// database); the NDJSON export carries it.
+var exportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "referer", "user_agent", "data"}
 
 // serveExport streams matching submissions as NDJSON (default) or CSV, newest first. The
 // store is read a page at a time and the writer flushes as it goes, so neither Caddy nor
@@ -61,8 +64,11 @@ func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) er
 			if err != nil {
 				return err
 			}
-			cw.Write([]string{s.ID.String(), s.CreatedAt.Format(time.RFC3339Nano), s.Form, string(s.Status),
-				s.Reason, strconv.FormatBool(s.Test), s.Meta.Origin, string(data)})
+			// Every cell, not only the visitor's: a spreadsheet runs a formula wherever it
+			// finds one, and a column that cannot start with one today is cheap to guard.
+			cw.Write(safetext.CSVRecord([]string{s.ID.String(), s.CreatedAt.Format(time.RFC3339Nano), s.Form,
+				string(s.Status), s.Reason, strconv.FormatBool(s.Test), s.Meta.Origin, s.Meta.Referer,
+				s.Meta.UserAgent, string(data)}))
 			return cw.Error()
 		}
 		flush = func() error {

@@ -12,6 +12,9 @@ import (
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 )
 
 func init() {
@@ -33,12 +36,16 @@ way 'caddy reload' finds it: --address, else --config, else the default localhos
   release SUBMISSION_ID        accept a quarantined or spam submission and send it
   delete SUBMISSION_ID         erase a submission and its deliveries (erasure request)
   export [--format ndjson|csv] [filters]
-                               stream matching submissions to stdout
+                               stream matching submissions to stdout (exact
+                               into a file or pipe, control characters shown as
+                               \u00XX on a terminal)
   replay                       replay the spool into the database now
   replay --spool DIR --storage sqlite PATH | --storage postgres DSN
                                offline: replay a spool folder into that database
 
-Tables by default; --json prints the API's JSON.`,
+Tables by default; --json prints the API's JSON. Control characters in stored text
+(ESC, BEL, C1 ...) are printed as \u00XX, never raw; only an export into a file or a
+pipe keeps the exact bytes.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.Args = cobra.MinimumNArgs(1)
 			f := cmd.Flags()
@@ -72,13 +79,28 @@ func runCLI(cmd *cobra.Command, args []string) error {
 			q.Set(p, v)
 		}
 	}
+	// Everything printed goes through the terminal escaping: stored text is written by
+	// visitors, and a raw ESC or C1 control in it would drive the operator's terminal
+	// (internal/safetext/terminal.go). JSON stays valid JSON with the same values.
+	stdout := cmd.OutOrStdout()
+	out := safetext.NewWriter(stdout)
+	err = runVerb(cmd, args, addr, q, stdout, out, asJSON)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// runVerb runs one form-outbox command, printing to out (escaped for a terminal);
+// stdout is the unescaped output, which only an export into a file or pipe uses.
+func runVerb(cmd *cobra.Command, args []string, addr string, q url.Values, stdout, out io.Writer, asJSON bool) error {
 	needID := func() (string, error) {
 		if len(args) != 2 {
 			return "", fmt.Errorf("%s needs exactly one id", args[0])
 		}
 		return url.PathEscape(args[1]), nil
 	}
-	out := cmd.OutOrStdout()
+	f := cmd.Flags()
 	switch args[0] {
 	case "status":
 		return cliCall(addr, http.MethodGet, "health", nil, out, asJSON, printHealth)
@@ -119,7 +141,13 @@ func runCLI(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		defer resp.Body.Close()
-		_, err = io.Copy(out, resp.Body)
+		// Into a file or a pipe the export is data and stays exact; on a terminal it is
+		// read by eye, and escaped like everything else.
+		dst := stdout
+		if isTerminal(stdout) {
+			dst = out
+		}
+		_, err = io.Copy(dst, resp.Body)
 		return err
 	}
 	return fmt.Errorf("unknown form-outbox command %q (want status, list, show, retry, release, delete or export)", args[0])
@@ -165,7 +193,30 @@ func printBody[T any](body []byte, out io.Writer, asJSON bool, table func(io.Wri
 	return nil
 }
 
-func tw(out io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(out, 0, 4, 2, ' ', 0) }
+// isTerminal reports whether w is a terminal (not a file, pipe or buffer).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// table lines up tab-separated cells. Its input is escaped before the tabwriter measures
+// it, so a cell holding a control character is as wide as what the terminal shows.
+type table struct {
+	*safetext.Writer
+	tw *tabwriter.Writer
+}
+
+func tw(out io.Writer) table {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	return table{Writer: safetext.NewWriter(w), tw: w}
+}
+
+func (t table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	return t.tw.Flush()
+}
 
 func ts(t time.Time) string {
 	if t.IsZero() {

@@ -116,9 +116,19 @@ func (p *caddyProc) cli(t *testing.T, wantOK bool, args ...string) string {
 
 func postAdminForm(t *testing.T, p *caddyProc, path string, vals url.Values) string {
 	t.Helper()
+	return postWithHeaders(t, p, path, vals, nil)
+}
+
+// postWithHeaders posts vals to path with extra request headers and returns the id
+// the JSON answer names.
+func postWithHeaders(t *testing.T, p *caddyProc, path string, vals url.Values, headers map[string]string) string {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, p.URL(path), strings.NewReader(vals.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, body := do(t, req)
 	var ans struct{ ID string }
 	json.Unmarshal([]byte(body), &ans)
@@ -344,7 +354,7 @@ func TestAdminAPIAndCLI(t *testing.T) {
 	// Export as CSV and NDJSON through the API and the CLI.
 	code, body := p.admin(t, http.MethodGet, "/form_outbox/export?format=csv&form=contact")
 	rows := strings.Split(strings.TrimSpace(body), "\n")
-	if code != 200 || len(rows) != 2 || rows[0] != "id,created_at,form,status,reason,test,origin,data" || !strings.HasPrefix(rows[1], quarantined+",") {
+	if code != 200 || len(rows) != 2 || rows[0] != "id,created_at,form,status,reason,test,origin,referer,user_agent,data" || !strings.HasPrefix(rows[1], quarantined+",") {
 		t.Errorf("csv export = %d\n%s", code, body)
 	}
 	out = p.cli(t, true, "export", "--form", "hook")

@@ -1,0 +1,8 @@
+// Package safetext makes stored text safe for the two places an operator opens it that
+// interpret text rather than show it: a spreadsheet reading a CSV export (a cell that
+// starts like a formula is run as one) and a terminal (escape sequences retitle the
+// window, rewrite what is on screen or, on some terminals, answer back with input).
+// Submissions are written by anyone on the internet, so both must treat every stored
+// string as hostile. The package knows nothing of Caddy or the outbox; admin_export.go
+// and cli.go in the repository root use it.
+package safetext
