@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/formoutbox/caddy-form-outbox/browserclient"
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -82,8 +83,9 @@ func caddyClientIP(r *http.Request) string {
 	return ip
 }
 
-// ServeHTTP handles POST; OPTIONS is the CORS preflight; every other method goes to the
-// next handler, so a GET of the form's own path can serve the page.
+// ServeHTTP handles POST; OPTIONS is the CORS preflight; a GET of the form's path with
+// ?form_outbox=client.js is the browser client (browserclient/serve.go); every other
+// request goes to the next handler, so a GET of the form's own path can serve the page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	switch r.Method {
 	case http.MethodPost:
@@ -91,6 +93,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		h.Preflight(w, r)
 		return nil
 	default:
+		if browserclient.Wants(r) {
+			browserclient.Serve(w, r)
+			return nil
+		}
 		return next.ServeHTTP(w, r)
 	}
 

@@ -20,12 +20,15 @@ const StatusQueued outbox.SubmissionStatus = "queued"
 
 // answer is the JSON body of every answer. Duplicate is set only when the store found
 // the idempotency key already used: a client retrying after a lost answer learns that its
-// first post got through (it is never about spam, so it reveals no detection).
+// first post got through (it is never about spam, so it reveals no detection). Next is
+// the page an HTML post would have been redirected to, so a script posting for JSON
+// (browserclient/client.js) can follow the same `_next` or configured redirect.
 type answer struct {
 	OK        bool        `json:"ok"`
 	ID        string      `json:"id,omitempty"`
 	Status    string      `json:"status,omitempty"`
 	Duplicate bool        `json:"duplicate,omitempty"`
+	Next      string      `json:"next,omitempty"`
 	Errors    []Violation `json:"errors,omitempty"`
 	Error     string      `json:"error,omitempty"`
 }
@@ -38,7 +41,8 @@ type answer struct {
 //     the per-field messages: JSON {"ok":false,"id","status":"quarantined","errors":[...]}
 //     or a small HTML page listing them. A duplicate of such a post gets 422 again.
 //   - A rate-limited post gets 429 with Retry-After (see writeRateLimited).
-//   - Everything else is answered as a success: JSON {"ok":true,"id","status"} with 200, or
+//   - Everything else is answered as a success: JSON {"ok":true,"id","status","next"} with
+//     200 (next only when a redirect applies), or
 //     for HTML posts 303 See Other to `_next` (if safe) or Config.Redirect, or a built-in
 //     thank-you page with 200. Spam and other quarantine reasons report "accepted", never
 //     their real status, so a bot learns nothing from the answer; a spooled submission
@@ -76,13 +80,13 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 	if status == StatusQueued {
 		public = string(StatusQueued)
 	}
-	if res.WantsJSON {
-		writeJSON(w, http.StatusOK, answer{OK: true, ID: id.String(), Status: public, Duplicate: stored.Duplicate})
-		return
-	}
 	target := res.Next
 	if target == "" {
 		target = c.Redirect
+	}
+	if res.WantsJSON {
+		writeJSON(w, http.StatusOK, answer{OK: true, ID: id.String(), Status: public, Duplicate: stored.Duplicate, Next: target})
+		return
 	}
 	if target != "" {
 		w.Header().Set("Location", target)
@@ -165,6 +169,7 @@ func (a answer) appendJSON(dst []byte) []byte {
 	if a.Duplicate {
 		o.Bool("duplicate", true)
 	}
+	o.StringOmitEmpty("next", a.Next)
 	if len(a.Errors) > 0 {
 		p := o.Key("errors")
 		*p = append(*p, '[')

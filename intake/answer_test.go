@@ -74,6 +74,29 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(res *Result) string {
+				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted","next":"/thanks.html"}`+"\n", res.Submission.ID)
+			},
+		},
+		{
+			name: "JSON answer names a safe _next for a script to follow",
+			req: func(t *testing.T) *http.Request {
+				return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi","_next":"/merci.html"}`)
+			},
+			code:  200,
+			ctype: "application/json",
+			body: func(res *Result) string {
+				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted","next":"/merci.html"}`+"\n", res.Submission.ID)
+			},
+		},
+		{
+			name:   "JSON answer has no next when no redirect is configured",
+			adjust: func(c *Config) { c.Redirect = "" },
+			req: func(t *testing.T) *http.Request {
+				return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`)
+			},
+			code:  200,
+			ctype: "application/json",
+			body: func(res *Result) string {
 				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted"}`+"\n", res.Submission.ID)
 			},
 		},
@@ -87,7 +110,7 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(res *Result) string {
-				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted"}`+"\n", res.Submission.ID)
+				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted","next":"/thanks.html"}`+"\n", res.Submission.ID)
 			},
 		},
 		{
@@ -98,7 +121,7 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(res *Result) string {
-				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted"}`+"\n", res.Submission.ID)
+				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted","next":"/thanks.html"}`+"\n", res.Submission.ID)
 			},
 		},
 		{
@@ -140,7 +163,7 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(*Result) string {
-				return `{"ok":true,"id":"0195500a-1111-7000-8000-000000000001","status":"accepted","duplicate":true}` + "\n"
+				return `{"ok":true,"id":"0195500a-1111-7000-8000-000000000001","status":"accepted","duplicate":true,"next":"/thanks.html"}` + "\n"
 			},
 		},
 		{
@@ -173,7 +196,7 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(*Result) string {
-				return `{"ok":true,"id":"0195500a-1111-7000-8000-000000000001","status":"accepted","duplicate":true}` + "\n"
+				return `{"ok":true,"id":"0195500a-1111-7000-8000-000000000001","status":"accepted","duplicate":true,"next":"/thanks.html"}` + "\n"
 			},
 		},
 		{
@@ -201,7 +224,7 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(res *Result) string {
-				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"queued"}`+"\n", res.Submission.ID)
+				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"queued","next":"/thanks.html"}`+"\n", res.Submission.ID)
 			},
 		},
 	}
