@@ -155,10 +155,9 @@ func fitsPlain(name string, words []string) bool {
 func FoldAddresses(name string, as []*mail.Address) string {
 	var tokens []string
 	for i, a := range as {
+		// Angle brackets even without a name, as net/mail writes it.
 		addr := "<" + addrSpec(a.Address) + ">"
-		if a.Name == "" {
-			addr = addrSpec(a.Address)
-		} else {
+		if a.Name != "" {
 			// Only the first name shares its line with "Name: "; fold starts a new
 			// line before any later one that does not fit.
 			first := maxWord

@@ -422,7 +422,7 @@ func TestDataHeadersAreFoldedAndSafe(t *testing.T) {
 	if s, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil || s != want {
 		t.Errorf("Subject decodes to %q (%v), want %q", s, err, want)
 	}
-	if rt := msg.Header.Get("Reply-To"); rt != "bob@xn--bcher-kva.test" {
-		t.Errorf("Reply-To = %q, want bob@xn--bcher-kva.test", rt)
+	if rt, err := msg.Header.AddressList("Reply-To"); err != nil || len(rt) != 1 || rt[0].Address != "bob@xn--bcher-kva.test" {
+		t.Errorf("Reply-To = %v (%v), want bob@xn--bcher-kva.test", rt, err)
 	}
 }
