@@ -43,7 +43,8 @@ func CheckHeaders(m Message) *Error {
 // PrepareHeaders checks m's header values (CheckHeaders) and returns m as its headers
 // may reach a mail client: bidi controls removed from To, Reply-To and Subject, and
 // Reply-To as ReplyToHeader makes it (empty when the visitor's address cannot go
-// there; intake keeps such an address in the body, see intake/plan.go).
+// there; intake keeps such an address in the body, see replyToInBody in
+// intake/render.go).
 func PrepareHeaders(m Message) (Message, *Error) {
 	if perr := CheckHeaders(m); perr != nil {
 		return m, perr
@@ -147,7 +148,8 @@ func fitsPlain(name string, words []string) bool {
 			return false
 		}
 	}
-	return true
+	// The first word shares its line with "Name: ".
+	return len(name)+2+len(words[0]) <= foldAt
 }
 
 // FoldAddresses renders an address header (To, Reply-To) for a raw message, folding

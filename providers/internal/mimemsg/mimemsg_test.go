@@ -72,9 +72,10 @@ func TestLongSubjectsAreFoldedAndDecodeToTheInput(t *testing.T) {
 		// intake/render.go: the template "New enquiry from {field.name}" with a 120-emoji name.
 		"template with an emoji name": "New enquiry from " + strings.Repeat("😀", 120),
 		// A `_subject` at intake's 200-character cap, mixed scripts.
-		"long _subject": strings.Repeat("Grüße 😀 Привет ", 12) + "終わり",
-		"long ASCII":    strings.TrimSpace(strings.Repeat("Please call me back about the quote ", 6)),
-		"ASCII no gaps": strings.Repeat("x", 200),
+		"long _subject":   strings.Repeat("Grüße 😀 Привет ", 12) + "終わり",
+		"long ASCII":      strings.TrimSpace(strings.Repeat("Please call me back about the quote ", 6)),
+		"ASCII no gaps":   strings.Repeat("x", 200),
+		"long first word": strings.Repeat("y", 70) + " then words enough to need a fold",
 	} {
 		t.Run(name, func(t *testing.T) {
 			const name = "Zoë Visitor, whose name is long enough to need folding as well"
