@@ -29,9 +29,10 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 		case outbox.ChannelEmail:
 			recipients = route.To
 			if text == "" {
-				text = emailText(c.Form, sub)
+				inBody := replyToInBody(replyTo, sub.Data)
+				text = emailText(c.Form, sub, inBody)
 				var err error
-				if html, err = emailHTML(c.Form, sub); err != nil {
+				if html, err = emailHTML(c.Form, sub, inBody); err != nil {
 					return nil, err
 				}
 			}

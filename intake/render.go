@@ -11,6 +11,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers"
 )
 
 // placeholder matches {field.NAME} in a subject template.
@@ -36,13 +37,33 @@ func (c *Config) subject(route Route, data outbox.Fields, sp specials) string {
 	return truncateRunes(singleLine(s), maxSubjectLength)
 }
 
+// replyToInBody returns the visitor's reply address when the body must carry it: the
+// header rules (providers/headers.go) keep it out of Reply-To (a non-ASCII local part
+// needs SMTPUTF8) and no field shows it already, as when it came from `_replyto`.
+// Without it the reader would have no way to answer the lead.
+func replyToInBody(replyTo string, data outbox.Fields) string {
+	if _, ok := providers.ReplyToHeader(replyTo); replyTo == "" || ok {
+		return ""
+	}
+	for _, f := range data {
+		if f.Value == replyTo {
+			return ""
+		}
+	}
+	return replyTo
+}
+
 // emailText lists the fields in form order, one "name: value" line each; continuation
 // lines of multi-line values are indented so they cannot pass for another field.
-func emailText(form string, sub *outbox.Submission) string {
+// replyTo, when not empty, is listed after the fields (see replyToInBody).
+func emailText(form string, sub *outbox.Submission, replyTo string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "New submission to form %s\n\n", form)
 	for _, f := range sub.Data {
 		fmt.Fprintf(&b, "%s: %s\n", f.Name, strings.ReplaceAll(f.Value, "\n", "\n  "))
+	}
+	if replyTo != "" {
+		fmt.Fprintf(&b, "\nReply to: %s\n", replyTo)
 	}
 	fmt.Fprintf(&b, "\nSubmission: %s\nReceived: %s\n", sub.ID, sub.CreatedAt.UTC().Format(time.RFC3339))
 	return b.String()
@@ -58,14 +79,18 @@ var emailHTMLTemplate = template.Must(template.New("email").Parse(`<!DOCTYPE htm
 <tr><th align="left" valign="top">{{.Name}}</th><td style="white-space:pre-wrap">{{.Value}}</td></tr>
 {{- end}}
 </table>
+{{- with .ReplyTo}}
+<p>Reply to: <a href="mailto:{{.}}">{{.}}</a></p>
+{{- end}}
 <p style="color:#666">Submission {{.ID}}<br>Received {{.Received}}</p>
 </body></html>
 `))
 
-func emailHTML(form string, sub *outbox.Submission) (string, error) {
+func emailHTML(form string, sub *outbox.Submission, replyTo string) (string, error) {
 	var b bytes.Buffer
 	err := emailHTMLTemplate.Execute(&b, map[string]any{
 		"Form":     form,
+		"ReplyTo":  replyTo,
 		"Data":     sub.Data,
 		"ID":       sub.ID.String(),
 		"Received": sub.CreatedAt.UTC().Format(time.RFC3339),

@@ -151,3 +151,32 @@ func TestWebhookPayloadWithoutFields(t *testing.T) {
 		t.Errorf("payload = %s", res.Deliveries[2].Payload)
 	}
 }
+
+// TestReplyAddressLeftOutOfReplyToStaysInBody: an address with a non-ASCII local part
+// cannot go in Reply-To (providers/headers.go), so the body must carry it, or the reader
+// could not answer the lead.
+func TestReplyAddressLeftOutOfReplyToStaysInBody(t *testing.T) {
+	c := contactConfig(t)
+	p := emailPayloads(t, mustParse(t, c, postForm(form("name", "Böb", "message", "hi", "_replyto", "böb@x.test"))))[0]
+	if p.ReplyTo != "böb@x.test" {
+		t.Errorf("ReplyTo = %q, want the address kept in the payload", p.ReplyTo)
+	}
+	if !strings.Contains(p.Text, "\nReply to: böb@x.test\n") {
+		t.Errorf("the text part lacks the reply address:\n%s", p.Text)
+	}
+	if !strings.Contains(p.HTML, `Reply to: <a href="mailto:b%c3%b6b@x.test">böb@x.test</a>`) {
+		t.Errorf("the HTML part lacks the reply address:\n%s", p.HTML)
+	}
+
+	// Already in the body as a field, or fit for Reply-To: no extra line.
+	for _, pairs := range [][]string{
+		{"email", "böb@x.test", "message", "hi"},
+		{"message", "hi", "_replyto", "bob@bücher.test"},
+		{"message", "hi", "_replyto", "bob@example.com"},
+	} {
+		p := emailPayloads(t, mustParse(t, c, postForm(form(pairs...))))[0]
+		if strings.Contains(p.Text, "Reply to:") || strings.Contains(p.HTML, "Reply to:") {
+			t.Errorf("%q: the body repeats the reply address:\n%s", pairs, p.Text)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/mail"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -66,27 +65,4 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-// CheckHeaders rejects a message whose header values (To, Reply-To, Subject) contain a
-// line break or NUL. Intake already refuses such values; checking again at send means a
-// payload written by anything else (an older version, a hand edit) can never add a
-// header. The error is Permanent: no retry and no other provider can make it safe.
-func CheckHeaders(m Message) *Error {
-	for _, h := range [...]struct{ name, v string }{{"To", m.To}, {"Reply-To", m.ReplyTo}, {"Subject", m.Subject}} {
-		if strings.ContainsAny(h.v, "\r\n\x00") {
-			return &Error{Class: Permanent, Code: "header_injection",
-				Err: errors.New("header " + h.name + " contains a line break; refusing to send")}
-		}
-	}
-	return nil
-}
-
-// FormatAddress writes a parsed address back for an API field: bare when it has no
-// display name ("a@example.com"), RFC 5322 encoded when it has one.
-func FormatAddress(a *mail.Address) string {
-	if a.Name == "" {
-		return a.Address
-	}
-	return a.String()
 }

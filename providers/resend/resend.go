@@ -83,17 +83,19 @@ func New(cfg Config) (*Provider, error) {
 // Name implements providers.Provider.
 func (p *Provider) Name() string { return "resend" }
 
-// Send implements providers.Provider.
+// Send implements providers.Provider. The header values follow providers/headers.go;
+// Resend encodes and folds the Subject itself.
 func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Result, error) {
 	res := providers.Result{Provider: p.Name()}
-	if perr := providers.CheckHeaders(m); perr != nil {
+	m, perr := providers.PrepareHeaders(m)
+	if perr != nil {
 		return res, perr
 	}
 	to, err := mail.ParseAddressList(m.To)
 	if err != nil || len(to) == 0 {
 		return res, &providers.Error{Class: providers.Permanent, Code: "bad_recipient", Err: errors.New("recipient is not an email address")}
 	}
-	req := &resendsdk.SendEmailRequest{From: p.from, Subject: m.Subject, Text: m.Text, Html: m.HTML}
+	req := &resendsdk.SendEmailRequest{From: p.from, Subject: providers.APIText(m.Subject), Text: m.Text, Html: m.HTML}
 	for _, a := range to {
 		req.To = append(req.To, providers.FormatAddress(a))
 	}

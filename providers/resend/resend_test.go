@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
+	"github.com/formoutbox/caddy-form-outbox/providers/internal/headertest"
 	"github.com/formoutbox/caddy-form-outbox/providers/resend"
 	"github.com/formoutbox/caddy-form-outbox/providers/resendfake"
 )
@@ -129,5 +130,20 @@ func TestHeaderInjectionRefused(t *testing.T) {
 	_, err := newResend(t, fake, 0).Send(context.Background(), m)
 	if pe := providers.Classify(err); pe.Class != providers.Permanent || pe.Code != "header_injection" || fake.Count() != 0 {
 		t.Fatalf("err %v, %d requests; want permanent header_injection and none sent", err, fake.Count())
+	}
+}
+
+// TestHeaderValuesReachClientsSafely checks what the API is asked to put in the headers
+// it builds, by the cases and rules shared with the other providers.
+func TestHeaderValuesReachClientsSafely(t *testing.T) {
+	fake := resendfake.New()
+	defer fake.Close()
+	headertest.SendAll(t, newResend(t, fake, 0), message())
+	sent := fake.Emails()
+	if len(sent) != len(headertest.Cases) {
+		t.Fatalf("the fake got %d emails, want %d", len(sent), len(headertest.Cases))
+	}
+	for i, c := range headertest.Cases {
+		headertest.Check(t, c, sent[i].Email.Subject, sent[i].Email.ReplyTo)
 	}
 }

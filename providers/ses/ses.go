@@ -128,9 +128,11 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 }
 
 // input builds the SendEmail request: the configured From, the visitor only in
-// Reply-To, a text part always and an HTML part when there is one.
+// Reply-To, a text part always and an HTML part when there is one. The header values
+// follow providers/headers.go; SES encodes and folds the Subject itself.
 func (p *Provider) input(m providers.Message) (*sesv2.SendEmailInput, *providers.Error) {
-	if perr := providers.CheckHeaders(m); perr != nil {
+	m, perr := providers.PrepareHeaders(m)
+	if perr != nil {
 		return nil, perr
 	}
 	to, err := mail.ParseAddressList(m.To)
@@ -141,7 +143,7 @@ func (p *Provider) input(m providers.Message) (*sesv2.SendEmailInput, *providers
 		FromEmailAddress: aws.String(p.from),
 		Destination:      &types.Destination{ToAddresses: addresses(to)},
 		Content: &types.EmailContent{Simple: &types.Message{
-			Subject: &types.Content{Data: aws.String(m.Subject), Charset: aws.String("UTF-8")},
+			Subject: &types.Content{Data: aws.String(providers.APIText(m.Subject)), Charset: aws.String("UTF-8")},
 			Body:    &types.Body{Text: &types.Content{Data: aws.String(m.Text), Charset: aws.String("UTF-8")}},
 		}},
 		EmailTags: []types.MessageTag{{Name: aws.String(p.tagName), Value: aws.String(m.ID)}},

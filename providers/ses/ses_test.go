@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
+	"github.com/formoutbox/caddy-form-outbox/providers/internal/headertest"
 	"github.com/formoutbox/caddy-form-outbox/providers/ses"
 	"github.com/formoutbox/caddy-form-outbox/providers/sesfake"
 )
@@ -187,5 +188,24 @@ func TestNewChecksConfig(t *testing.T) {
 		if _, err := ses.New(context.Background(), cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
+	}
+}
+
+// TestHeaderValuesReachClientsSafely checks what the API is asked to put in the headers
+// it builds, by the cases and rules shared with the other providers.
+func TestHeaderValuesReachClientsSafely(t *testing.T) {
+	fake := sesfake.New()
+	defer fake.Close()
+	headertest.SendAll(t, newSES(t, fake, 0), message())
+	sent := fake.Sent()
+	if len(sent) != len(headertest.Cases) {
+		t.Fatalf("the fake got %d emails, want %d", len(sent), len(headertest.Cases))
+	}
+	for i, c := range headertest.Cases {
+		rt := ""
+		if got := sent[i].Email.ReplyToAddresses; len(got) > 0 {
+			rt = strings.Join(got, ", ")
+		}
+		headertest.Check(t, c, sent[i].Email.Content.Simple.Subject.Data, rt)
 	}
 }

@@ -393,3 +393,36 @@ func TestRetryKeepsTheMessageID(t *testing.T) {
 		t.Errorf("Message-IDs %q, want both <d-retry@example.com>", ids)
 	}
 }
+
+// TestDataHeadersAreFoldedAndSafe checks the DATA the server receives: SMTP (RFC 5321)
+// allows at most 1,000 octets a line, and each header line must fold near 78 and
+// decode to exactly what intake stored, with no line break smuggled in by visitor text
+// that looks like an encoded word, no bidi control and an ASCII Reply-To.
+func TestDataHeadersAreFoldedAndSafe(t *testing.T) {
+	srv := newFake(t, smtpfake.Config{})
+	p := newProvider(t, srv, nil)
+	m := message("0190a5b0-0000-7000-8000-00000000000f")
+	m.Subject = "New enquiry from " + strings.Repeat("😀", 120) + " =?utf-8?b?DQpCY2M6IGV2aWxAeC50ZXN0?= \u202eend"
+	m.ReplyTo = "bob@bücher.test"
+	if _, err := p.Send(context.Background(), m); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	data := only(t, srv).Data
+	head, _, _ := bytes.Cut(data, []byte("\r\n\r\n"))
+	for i, line := range strings.Split(string(head), "\r\n") {
+		if len(line) > 78 || (i > 0 && !strings.Contains(line, ":") && !strings.HasPrefix(line, " ")) {
+			t.Errorf("header line %d (%d octets) is not folded near 78: %q", i+1, len(line), line)
+		}
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	want := "New enquiry from " + strings.Repeat("😀", 120) + " =?utf-8?b?DQpCY2M6IGV2aWxAeC50ZXN0?= end"
+	if s, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil || s != want {
+		t.Errorf("Subject decodes to %q (%v), want %q", s, err, want)
+	}
+	if rt, err := msg.Header.AddressList("Reply-To"); err != nil || len(rt) != 1 || rt[0].Address != "bob@xn--bcher-kva.test" {
+		t.Errorf("Reply-To = %v (%v), want bob@xn--bcher-kva.test", rt, err)
+	}
+}

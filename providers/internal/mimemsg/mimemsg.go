@@ -39,12 +39,12 @@ func MessageID(id string, from *mail.Address) string {
 }
 
 // Build renders m as sent by from, dated now. It refuses a line break or NUL in any
-// header value (To, Reply-To, Subject) and a missing or unparseable recipient.
+// header value (To, Reply-To, Subject) and a missing or unparseable recipient; the
+// header values are cleaned, encoded and folded by the rules in providers/headers.go.
 func Build(from *mail.Address, m providers.Message, now time.Time) (*Built, error) {
-	for _, h := range [...]struct{ name, v string }{{"To", m.To}, {"Reply-To", m.ReplyTo}, {"Subject", m.Subject}} {
-		if strings.ContainsAny(h.v, "\r\n\x00") {
-			return nil, fmt.Errorf("header %s contains a line break", h.name)
-		}
+	m, perr := providers.PrepareHeaders(m)
+	if perr != nil {
+		return nil, perr
 	}
 	if m.To == "" {
 		return nil, errors.New("no recipient")
@@ -63,19 +63,20 @@ func Build(from *mail.Address, m providers.Message, now time.Time) (*Built, erro
 
 	var b bytes.Buffer
 	header := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
-	header("From", from.String())
-	header("To", addressList(to))
+	b.WriteString(providers.FoldAddresses("From", []*mail.Address{from}))
+	b.WriteString(providers.FoldAddresses("To", to))
 	if len(replyTo) > 0 {
-		header("Reply-To", addressList(replyTo))
+		b.WriteString(providers.FoldAddresses("Reply-To", replyTo))
 	}
-	header("Subject", mime.QEncoding.Encode("utf-8", m.Subject))
+	b.WriteString(providers.FoldHeader("Subject", m.Subject))
 	header("Date", now.Format(time.RFC1123Z))
 	header("Message-ID", msgID)
 	header("MIME-Version", "1.0")
 
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	header("Content-Type", `multipart/alternative; boundary="`+mw.Boundary()+`"`)
+	// Folded: with its 60-character boundary the field would pass 78 characters.
+	header("Content-Type", "multipart/alternative;\r\n boundary=\""+mw.Boundary()+"\"")
 	b.WriteString("\r\n")
 	if err := writePart(mw, "text/plain; charset=utf-8", m.Text); err != nil {
 		return nil, err
@@ -115,14 +116,6 @@ func writePart(mw *multipart.Writer, contentType, content string) error {
 		return fmt.Errorf("mime part: %w", err)
 	}
 	return qp.Close()
-}
-
-func addressList(as []*mail.Address) string {
-	s := make([]string, len(as))
-	for i, a := range as {
-		s[i] = a.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // ReadAlternative reads back the text and HTML parts of a message Build made, checking
