@@ -16,8 +16,8 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
-// DefaultAcceptTimeout bounds one store write at intake (DESIGN section 7): past it the
-// visitor gets an answer rather than a hanging request.
+// DefaultAcceptTimeout bounds one store write at intake (docs/design.md, 'Spool'): past
+// it the visitor gets an answer rather than a hanging request.
 const DefaultAcceptTimeout = 2 * time.Second
 
 // DefaultFrom is the sender of development email when `email { from }` is not set.

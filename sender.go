@@ -101,8 +101,10 @@ func (a *App) emailProvider() (providers.Provider, error) {
 	resolve := func(s string) string { return strings.TrimSpace(repl.ReplaceKnown(s, "")) }
 	var list []providers.Provider
 	if c := ec.SES; c != nil {
+		// a.ctx is a caddy.Context struct: converted to an interface it is never nil, so
+		// the check is on the context it embeds (unset when an App is built by hand).
 		ctx := context.Context(a.ctx)
-		if ctx == nil {
+		if a.ctx.Context == nil {
 			ctx = context.Background()
 		}
 		p, err := ses.New(ctx, ses.Config{

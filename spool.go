@@ -16,7 +16,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
-// Spool modes (DESIGN section 7), the value of `spool DIR | off | always`.
+// Spool modes (docs/design.md, 'Spool'), the value of `spool DIR | off | always`.
 const (
 	// SpoolOff: a store failure is a 503; nothing is written locally.
 	SpoolOff = "off"
@@ -162,7 +162,7 @@ func (a *App) ReplaySpool(ctx context.Context) (spool.Report, error) {
 	return a.replayer.ReplayNow(ctx)
 }
 
-// acceptOrSpool stores res, falling back to the spool, as DESIGN section 7 says: the
+// acceptOrSpool stores res, falling back to the spool, as docs/design.md, 'Spool' says: the
 // visitor hears success only once the submission is committed to the database or fsynced
 // to the spool; if neither took it, the error (a 503) goes back.
 func (a *App) acceptOrSpool(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {

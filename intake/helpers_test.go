@@ -16,7 +16,8 @@ import (
 
 var testNow = time.Date(2025, 3, 1, 12, 30, 0, 0, time.UTC)
 
-// contactConfig is the contact form of DESIGN section 6, provisioned.
+// contactConfig is the contact form of docs/caddyfile.md, 'A complete example' (its
+// fields, redirect and notify lines), provisioned.
 func contactConfig(t testing.TB) *Config {
 	t.Helper()
 	c := &Config{

@@ -7,7 +7,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers"
 )
 
-// Retry defaults (DESIGN section 3).
+// Retry defaults (docs/design.md, 'Backoff and retries').
 const (
 	DefaultRetryBase     = 30 * time.Second
 	DefaultRetryMaxDelay = 6 * time.Hour

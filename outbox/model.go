@@ -31,7 +31,8 @@ const (
 	ReasonCaptchaUnavailable = "captcha_unavailable"
 )
 
-// DeliveryStatus is the life cycle of one planned notification (DESIGN section 2).
+// DeliveryStatus is the life cycle of one planned notification (docs/design.md, 'Delivery
+// statuses').
 type DeliveryStatus string
 
 const (

@@ -14,7 +14,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Worker defaults (DESIGN section 3 and 6).
+// Worker defaults (docs/design.md, 'Worker'; the options that override them are in
+// docs/caddyfile.md, 'Global options').
 const (
 	DefaultConcurrency     = 8
 	DefaultBatch           = 25

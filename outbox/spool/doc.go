@@ -1,4 +1,4 @@
-// Package spool is the local write-ahead fallback of the outbox (DESIGN section 7). When
+// Package spool is the outbox's local write-ahead fallback (docs/design.md, 'Spool'). When
 // the store fails or is too slow, a submission and its planned deliveries (which already
 // carry their UUIDv7 ids) are appended to a segment file and fsynced before the visitor
 // is told "queued". A Replayer later drains the segments into an outbox.Store; replay is

@@ -87,9 +87,9 @@ func (r *rig) firstAttempt(t *testing.T, id uuid.UUID) (outbox.Delivery, outbox.
 	}
 }
 
-// TestFailoverTable drives one delivery per row of DESIGN section 4's table through the
-// worker and checks what an operator reads in the database (status, outcome, provider
-// on the attempt) and what each provider received.
+// TestFailoverTable drives one delivery per failover case of docs/design.md, 'SES' and
+// 'Failover and routing' through the worker and checks what an operator reads in the
+// database (status, outcome, provider on the attempt) and what each provider received.
 func TestFailoverTable(t *testing.T) {
 	cases := []struct {
 		name        string

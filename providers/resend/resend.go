@@ -127,10 +127,10 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 	return res, nil
 }
 
-// classify maps an HTTP error answer (DESIGN section 4): 429 and 5xx are Temporary with
-// the same key next time (Retry-After honoured); 409 concurrent_idempotent_requests is
-// Temporary (the first request with this key is still running); 400, 401, 403, 422 and
-// the other 4xx are Permanent.
+// classify maps an HTTP error answer (docs/design.md, 'Resend'): 429 and 5xx are
+// Temporary with the same key next time (Retry-After honoured); 409
+// concurrent_idempotent_requests is Temporary (the first request with this key is still
+// running); 400, 401, 403, 422 and the other 4xx are Permanent.
 func classify(a answer, err error) *providers.Error {
 	perr := &providers.Error{HTTPStatus: a.status, Code: a.name, RetryAfter: a.retryAfter,
 		Err: fmt.Errorf("resend send: %w", err)}

@@ -13,7 +13,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers"
 )
 
-// Classify maps a SendEmail error to the outbox's classes (DESIGN section 4):
+// Classify maps a SendEmail error to the outbox's classes (docs/design.md, 'SES'):
 //
 //   - no answer: refused/DNS before writing fails over at once; written but unanswered
 //     (timeout, reset) is Ambiguous and does not fail over, since SES may have sent it;

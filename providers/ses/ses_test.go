@@ -75,7 +75,7 @@ func TestSendsWhatSESExpects(t *testing.T) {
 	}
 }
 
-// TestErrorTable runs one SES answer per row of DESIGN section 4's table through the
+// TestErrorTable runs one SES answer per error class of docs/design.md, 'SES' through the
 // real SDK and checks the class, the failover verdict, and that the SDK made exactly
 // one request (its retryer is really off).
 func TestErrorTable(t *testing.T) {

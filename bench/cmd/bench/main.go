@@ -1,5 +1,5 @@
 // Command bench measures form_outbox side by side with its baselines on this machine and
-// writes bench/RESULTS.md (DESIGN section 10, issue 8). Every figure that a target checks
+// writes bench/RESULTS.md (docs/design.md, 'Benchmarks'). Every figure that a target checks
 // is a ratio against a baseline measured in the same run.
 //
 //	cd bench && go run ./cmd/bench          # full run (about 15 minutes)
