@@ -14,9 +14,12 @@ type batchLimits struct {
 	flushers int
 }
 
-// batcher gathers concurrent calls into batches and runs one flush per batch. It starts
-// no goroutine: the first caller of a batch is its leader and runs the flush itself, the
-// others wait for it. Its zero value is ready to use.
+// batcher gathers concurrent calls into batches and runs one flush per batch. The first
+// caller of a batch starts a goroutine that leads it (waits for a flusher slot, runs the
+// flush); every caller, the first included, only waits for the result or its own ctx.
+// Leading in the caller's own goroutine made the first caller of a batch wait out a stuck
+// flush (SQLite's busy timeout behind another process's lock) and the flush queued behind
+// it, whatever its deadline. Its zero value is ready to use.
 //
 // The linger only applies under load: a leader that finds no flush running flushes at
 // once, so a lone request pays no extra latency. When flushes are running (or all
@@ -31,14 +34,17 @@ type batcher[T, R any] struct {
 
 type batch[T, R any] struct {
 	items   []T
+	ctxs    []context.Context // each item's caller's; see lead
 	results []R
+	dropped []bool        // items left out of the flush because their callers had gone
 	full    chan struct{} // closed when the batch reached its limit
 	done    chan struct{} // closed once results are set
 }
 
 // do adds item to the open batch (or opens one) and returns its result once the flush
-// holding it has returned. If ctx ends first, do returns ctx's error; the flush still
-// runs, and item may still be written.
+// holding it has returned. If ctx ends first, do returns ctx's error at once; a flush
+// already running still runs, and item may still be written, but an item whose ctx ended
+// before its batch's flush began is left out of it.
 func (b *batcher[T, R]) do(ctx context.Context, item T, lim batchLimits, flush func([]T) []R) (R, error) {
 	b.mu.Lock()
 	if b.sem == nil {
@@ -51,6 +57,7 @@ func (b *batcher[T, R]) do(ctx context.Context, item T, lim batchLimits, flush f
 	}
 	i := len(bt.items)
 	bt.items = append(bt.items, item)
+	bt.ctxs = append(bt.ctxs, ctx)
 	if len(bt.items) >= max(lim.max, 1) {
 		b.open = nil
 		close(bt.full)
@@ -59,13 +66,16 @@ func (b *batcher[T, R]) do(ctx context.Context, item T, lim batchLimits, flush f
 	b.mu.Unlock()
 
 	if leader {
-		b.lead(bt, busy, lim, flush)
+		go b.lead(bt, busy, lim, flush)
 	}
+	var zero R
 	select {
 	case <-bt.done:
+		if bt.dropped[i] {
+			return zero, ctx.Err()
+		}
 		return bt.results[i], nil
 	case <-ctx.Done():
-		var zero R
 		return zero, ctx.Err()
 	}
 }
@@ -87,15 +97,47 @@ func (b *batcher[T, R]) lead(bt *batch[T, R], busy bool, lim batchLimits, flush 
 		b.open = nil
 	}
 	b.inflight++
-	items := bt.items
+	items, ctxs := bt.items, bt.ctxs
 	b.mu.Unlock()
 
-	results := flush(items)
+	results, dropped := flushLive(items, ctxs, flush)
 
 	b.mu.Lock()
 	b.inflight--
 	b.mu.Unlock()
 	<-b.sem
-	bt.results = results
+	bt.results, bt.dropped = results, dropped
 	close(bt.done)
+}
+
+// flushLive flushes the items whose callers still wait. A caller that has gone was told
+// its ctx's error and, at intake, has spooled its submission or answered 503; writing its
+// item anyway would only add work while the store is slow, which is when callers go, and
+// a batch nobody waits for any more costs no transaction at all.
+func flushLive[T, R any](items []T, ctxs []context.Context, flush func([]T) []R) ([]R, []bool) {
+	dropped := make([]bool, len(items))
+	live := items[:0:0]
+	for i, c := range ctxs {
+		if c.Err() != nil {
+			dropped[i] = true
+		} else {
+			live = append(live, items[i])
+		}
+	}
+	if len(live) == len(items) {
+		return flush(items), dropped
+	}
+	results := make([]R, len(items))
+	if len(live) == 0 {
+		return results, dropped
+	}
+	res := flush(live)
+	j := 0
+	for i := range items {
+		if !dropped[i] && j < len(res) {
+			results[i] = res[j]
+			j++
+		}
+	}
+	return results, dropped
 }

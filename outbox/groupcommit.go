@@ -62,8 +62,10 @@ type GroupCommitter struct {
 
 // Accept stores sub and deliveries through s, sharing a transaction with concurrent calls
 // when s is a BatchAccepter. If ctx ends before the shared commit answered, Accept returns
-// ctx's error while the write may still commit: the submission's id makes a later retry
-// (or spool replay) of it a duplicate, never a second copy.
+// ctx's error at once, even when its shared transaction is stuck, while the write may
+// still commit: the submission's id makes a later retry (or spool replay) of it a
+// duplicate, never a second copy. A submission whose ctx ended before its shared
+// transaction began is left out of it.
 func (g *GroupCommitter) Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
 	ba, ok := s.(BatchAccepter)
 	if !ok {

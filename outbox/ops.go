@@ -46,7 +46,8 @@ type Ops interface {
 	ReleaseSubmission(ctx context.Context, id uuid.UUID, now time.Time) error
 	// DeleteSubmission erases a submission with its deliveries and their attempts (an
 	// erasure request) and records a submission.erased event holding no visitor data.
-	// ErrNotFound.
+	// A store that keeps files (SQLite) then removes the erased bytes from them too; an
+	// error after the rows were deleted says that they were. ErrNotFound.
 	DeleteSubmission(ctx context.Context, id uuid.UUID, now time.Time) error
 	// Stats counts what health checks and gauges report. It reads only the partial
 	// indexes of live work and the status index, never the sent history.

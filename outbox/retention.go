@@ -97,11 +97,13 @@ func (p *Pruner) RunOnce(ctx context.Context) (PruneReport, error) {
 	before := p.cfg.Now().Add(-p.cfg.MaxAge)
 	for ctx.Err() == nil {
 		res, err := p.cfg.Ops.Prune(ctx, before, p.cfg.Batch)
+		// A store may report rows it deleted together with an error from after the
+		// delete (see sqlitestore's scrubWAL): count them all the same.
+		rep.Submissions += res.Submissions
+		rep.Events += res.Events
 		if err != nil {
 			return rep, fmt.Errorf("retention: %w", err)
 		}
-		rep.Submissions += res.Submissions
-		rep.Events += res.Events
 		if res.Submissions < p.cfg.Batch && res.Events < p.cfg.Batch {
 			return rep, nil
 		}

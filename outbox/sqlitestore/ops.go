@@ -152,7 +152,8 @@ func (s *Store) ReleaseSubmission(ctx context.Context, id uuid.UUID, now time.Ti
 	return nil
 }
 
-// DeleteSubmission erases a submission; deliveries and attempts go by cascade.
+// DeleteSubmission erases a submission; deliveries and attempts go by cascade, and
+// scrubWAL then removes the erased bytes from the files.
 func (s *Store) DeleteSubmission(ctx context.Context, id uuid.UUID, now time.Time) error {
 	now = orNow(now)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -174,6 +175,9 @@ func (s *Store) DeleteSubmission(ctx context.Context, id uuid.UUID, now time.Tim
 	})
 	if err != nil {
 		return fmt.Errorf("delete submission %s: %w", id, err)
+	}
+	if err := s.scrubWAL(ctx); err != nil {
+		return fmt.Errorf("delete submission %s: the rows are deleted, but %w", id, err)
 	}
 	return nil
 }
@@ -235,6 +239,11 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.
 	})
 	if err != nil {
 		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)
+	}
+	if res.Submissions > 0 {
+		if err := s.scrubWAL(ctx); err != nil {
+			return res, fmt.Errorf("prune: %d submissions deleted, but %w", res.Submissions, err)
+		}
 	}
 	return res, nil
 }

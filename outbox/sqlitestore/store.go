@@ -50,6 +50,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("open sqlite store: create directory: %w", err)
 		}
 	}
+	if err := createOwnerOnly(path); err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
 	w, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
@@ -80,13 +83,34 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
+// createOwnerOnly creates the database file, empty and readable by its owner only, unless
+// it exists. SQLite would create it 0644, and it gives the WAL and shared-memory files it
+// creates later the database file's mode, so creating the file first makes all three
+// owner-only; O_EXCL leaves an existing file, and the mode its operator chose, alone.
+func createOwnerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return nil
+}
+
 // dsn builds the connection string. Pragmas are applied to every new connection by the
-// driver, so a reconnect can never come back without them.
+// driver, so a reconnect can never come back without them. secure_delete makes SQLite
+// overwrite deleted rows with zeros, so an erased submission does not linger in free space
+// of the file (see scrubWAL in erase.go for the copies the WAL holds).
 func dsn(path string, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "secure_delete(1)")
 	if writer {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Set("_txlock", "immediate")
