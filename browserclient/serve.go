@@ -22,10 +22,6 @@ import (
 // Param is the query parameter that asks the form_outbox handler for the script.
 const Param = "form_outbox"
 
-// stableName is the file name that always gets the current script; it is revalidated on
-// every use (no-cache with an ETag), so a deploy reaches visitors at once.
-const stableName = "client.js"
-
 //go:embed client.js
 var source []byte
 
