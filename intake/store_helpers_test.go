@@ -49,7 +49,7 @@ func (s *realStore) serve(t *testing.T, c *Config, r *http.Request) *httptest.Re
 		c.WriteAnswer(w, r, res, *res.Stored)
 		return w
 	}
-	stored, err := s.Accept(context.Background(), res.Submission, res.Deliveries)
+	stored, err := outbox.Accept(context.Background(), s, res.Submission, res.Deliveries)
 	if err != nil {
 		t.Fatalf("accept: %v", err)
 	}
