@@ -321,10 +321,19 @@ func TestHostileRequests(t *testing.T) {
 			r.Header.Set("Idempotency-Key", "hostile-key")
 			s.serve(t, c, r)
 		}, req: func(t *testing.T) *http.Request {
-			r := postForm(withValid("message", "different"))
+			r := postForm(withValid())
 			r.Header.Set("Idempotency-Key", "hostile-key")
 			return r
-		}, code: 303, why: "the store finds (form, key) and returns the original"},
+		}, code: 303, why: "the store finds (form, key) with the same content and returns the original"},
+		{name: "reused idempotency key with other content is kept, refused and not sent", setup: func(t *testing.T, c *Config) {
+			r := postForm(withValid())
+			r.Header.Set("Idempotency-Key", "hostile-key-2")
+			s.serve(t, c, r)
+		}, req: func(t *testing.T) *http.Request {
+			r := postForm(withValid("message", "different"))
+			r.Header.Set("Idempotency-Key", "hostile-key-2")
+			return r
+		}, code: 422, status: outbox.SubmissionQuarantined, reason: outbox.ReasonIdempotencyKeyReused},
 		{name: "unknown fields kept but capped in count and size", req: func(t *testing.T) *http.Request {
 			extra := []string{}
 			for i := range 30 {
