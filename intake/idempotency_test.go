@@ -152,3 +152,18 @@ func TestReusedKeyWithOtherContentIs422AndStoredQuarantined(t *testing.T) {
 		t.Errorf("reused key from a form: %d %s", w.Code, w.Body)
 	}
 }
+
+// An Idempotency-Key header that is not UTF-8 is refused with 400 before anything is
+// stored, like invalid UTF-8 in a field: PostgreSQL would refuse the insert and every
+// such post would go to the spool.
+func TestInvalidUTF8IdempotencyKeyHeaderIs400(t *testing.T) {
+	s := openRealStore(t)
+	c := contactConfig(t)
+	w := s.serve(t, c, keyedJSON("key-\xff\xfe", `{"name":"Ada","email":"ada@example.com","message":"Hi"}`))
+	if w.Code != http.StatusBadRequest || jsonAnswer(t, w.Body.String()).Error != "idempotency key must be valid UTF-8" {
+		t.Errorf("invalid UTF-8 key: %d %s, want 400 naming the key", w.Code, w.Body)
+	}
+	if rows := s.rows(t); len(rows) != 0 {
+		t.Errorf("stored %+v, want nothing", rows)
+	}
+}
