@@ -166,8 +166,11 @@ func TestHostileRequests(t *testing.T) {
 			r.ContentLength = -1
 			return r
 		}, code: 400, why: "an incomplete body is never stored half-read"},
-		{name: "field value over max_field_length", req: func(t *testing.T) *http.Request { return postForm(withValid("bio", strings.Repeat("z", 10001))) },
-			code: 400, why: "a single value over 10,000 characters is refused"},
+		{name: "field value over its max_length is kept and refused", req: func(t *testing.T) *http.Request {
+			return postForm(withValid("message", strings.Repeat("z", 10001)))
+		}, code: 422, status: outbox.SubmissionQuarantined, reason: outbox.ReasonSchemaViolation},
+		{name: "instruction over max_field_length", req: func(t *testing.T) *http.Request { return postForm(withValid("_subject", strings.Repeat("z", 10001))) },
+			code: 400, why: "a special field is an instruction, not the visitor's content"},
 		{name: "control character in a field name", req: func(t *testing.T) *http.Request { return postForm(withValid("na\x1bme", "x")) },
 			code: 400, why: "field names reach text bodies and templates"},
 		{name: "field name of 201 characters", req: func(t *testing.T) *http.Request { return postForm(withValid(strings.Repeat("n", 201), "x")) },
