@@ -52,7 +52,7 @@ func acceptKeyed(ctx context.Context, accept acceptFunc, sub *Submission, delive
 		return res, err
 	}
 	q := *sub
-	q.Status, q.Reason, q.Events = SubmissionQuarantined, ReasonIdempotencyKeyReused, nil
+	q.Status, q.Reason = SubmissionQuarantined, ReasonIdempotencyKeyReused
 	skipped := make([]Delivery, len(deliveries))
 	for i, d := range deliveries {
 		d.Status = DeliverySkipped
