@@ -319,7 +319,8 @@ func (a *App) storeAccept(ctx context.Context, res *intake.Result) (outbox.Accep
 	if err != nil {
 		return stored, fmt.Errorf("accept submission %s: %w", res.Submission.ID, err)
 	}
-	if !stored.Duplicate && hasPending(res.Deliveries) {
+	// A reused key's post was stored with its deliveries skipped: nothing to wake for.
+	if !stored.Duplicate && !stored.KeyReused && hasPending(res.Deliveries) {
 		a.worker.Broadcast(context.WithoutCancel(ctx))
 	}
 	a.received(res.Submission, stored)

@@ -205,6 +205,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		honeypot NAME                          # default _gotcha
 //		redirect URL                           # default: a built-in thank-you page
 //		max_body SIZE                          # e.g. 256KB, 1MiB; default 256KiB
+//		max_field_length N                     # characters of any one value; default 10000, or the largest max_length
 //		schema enforce|monitor                 # default enforce: violations are quarantined; alias: mode
 //		(defences: allowed_origins, rate_limit, turnstile|hcaptcha|recaptcha, client_ip,
 //		 max_unknown_fields, max_unknown_length, dedupe; see unmarshalDefence)
@@ -290,6 +291,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Redirect, err = singleArg(d)
 		case "max_body":
 			h.MaxBodyBytes, err = sizeArg(d)
+		case "max_field_length":
+			h.MaxFieldLength, err = positiveIntLine(d)
 		case "mode": // the older name of `schema`
 			h.Mode, err = oneOfArg(d, intake.ModeEnforce, intake.ModeMonitor)
 		case "notify":

@@ -38,11 +38,15 @@ func (a *App) emitSubmissionReceived(sub *outbox.Submission, stored outbox.Accep
 	if a.events == nil {
 		return
 	}
+	reason := sub.Reason
+	if stored.KeyReused { // stored quarantined under this reason, not sub's (outbox.Accept)
+		reason = outbox.ReasonIdempotencyKeyReused
+	}
 	a.events.Emit(a.ctx, EventNameSubmissionReceived, map[string]any{
 		"submission_id": stored.ID.String(),
 		"form":          sub.Form,
 		"status":        string(stored.Status),
-		"reason":        sub.Reason,
+		"reason":        reason,
 	})
 }
 

@@ -40,6 +40,8 @@ type answer struct {
 //   - A schema violation (quarantined/schema_violation, enforce mode) is answered 422 with
 //     the per-field messages: JSON {"ok":false,"id","status":"quarantined","errors":[...]}
 //     or a small HTML page listing them. A duplicate of such a post gets 422 again.
+//   - A post whose idempotency key was already used for other content gets 422 (see
+//     writeKeyReused); it was stored quarantined/idempotency_key_reused.
 //   - A rate-limited post gets 429 with Retry-After (see writeRateLimited).
 //   - Everything else is answered as a success: JSON {"ok":true,"id","status","next"} with
 //     200 (next only when a redirect applies), or
@@ -59,6 +61,10 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 	w.Header().Set("Cache-Control", "no-store")
 
 	sub := res.Submission
+	if stored.KeyReused {
+		c.writeKeyReused(w, res, id)
+		return
+	}
 	if sub.Reason == outbox.ReasonRateLimited {
 		c.writeRateLimited(w, res, stored)
 		return
@@ -94,6 +100,23 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 		return
 	}
 	writeHTML(w, http.StatusOK, thanksPage, nil)
+}
+
+// KeyReusedMessage is the error of a post whose idempotency key is bound to a stored
+// submission with other content, the case the IETF Idempotency-Key draft answers with
+// 422.
+const KeyReusedMessage = "idempotency key reused with different content; send a new message with a new key"
+
+// writeKeyReused answers a post stored as quarantined/idempotency_key_reused: 422, with
+// the new row's id and its real status, so the client knows this content was kept but
+// will not be sent, and that its first message (the key's owner) stands.
+func (c *Config) writeKeyReused(w http.ResponseWriter, res *Result, id uuid.UUID) {
+	if res.WantsJSON {
+		writeJSON(w, http.StatusUnprocessableEntity, answer{ID: id.String(),
+			Status: string(outbox.SubmissionQuarantined), Error: KeyReusedMessage})
+		return
+	}
+	writeHTML(w, http.StatusUnprocessableEntity, keyReusedPage, nil)
 }
 
 // writeRateLimited answers a post over the rate limit: 429 with Retry-After in seconds.
@@ -215,5 +238,18 @@ var problemsPage = template.Must(template.New("problems").Parse(`<!DOCTYPE html>
 {{- end}}
 </ul>
 <p>Go back, correct these fields and send the form again.</p>
+</body></html>
+`))
+
+// keyReusedPage is what a browser gets when it posts new content with the hidden
+// _idempotency_key of a form it already sent (going back after the thank-you page and
+// editing): reloading the form gives it a new key.
+var keyReusedPage = template.Must(template.New("key-reused").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>This form was already sent</title></head>
+<body>
+<h1>This form was already sent</h1>
+<p>Your first message was received. This page already sent it, so these changes were not sent.</p>
+<p>Reload the form to send a new message.</p>
 </body></html>
 `))

@@ -12,9 +12,13 @@
 //   - JSON bodies are one flat object; numbers keep their text, booleans become
 //     "true"/"false", null an empty value; nested objects and arrays are refused (400).
 //   - Spam is answered exactly like success ("status":"accepted", or the same 303), so a
-//     bot cannot learn what gave it away. A duplicate answers with the original
-//     submission's id (and 422 again for a schema violation), and JSON answers carry
-//     "duplicate":true so a retrying client knows its first post got through.
+//     bot cannot learn what gave it away. Only an accepted or spam post binds its
+//     idempotency key: a retry with the key and the same content answers with the
+//     original submission's id, and JSON answers carry "duplicate":true so a retrying
+//     client knows its first post got through. A refused post (422, 429, quarantine)
+//     leaves the key free, so the corrected or delayed retry is stored afresh; the key
+//     with other content after a bound post is stored quarantined/idempotency_key_reused
+//     and answered 422.
 //   - `_next` is followed only when it is a path on the same site ("/thanks") or a URL on
 //     the same host or an allowed origin, so the form cannot serve as an open redirect.
 //   - The intake defences (allowed origins, rate limit, captcha, dedupe) are described

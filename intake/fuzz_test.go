@@ -28,7 +28,7 @@ func FuzzParse(f *testing.F) {
 		c.Mode = mode
 		c.MaxBodyBytes = 8 << 10
 		c.MaxFields = 20
-		c.MaxFieldLength = 1000
+		c.MaxFieldLength = 5000
 		c.AllowedOrigins = []string{"https://example.com"}
 		c.MaxUnknownFields = 5
 		c.MaxUnknownLength = 100

@@ -166,8 +166,11 @@ func TestHostileRequests(t *testing.T) {
 			r.ContentLength = -1
 			return r
 		}, code: 400, why: "an incomplete body is never stored half-read"},
-		{name: "field value over max_field_length", req: func(t *testing.T) *http.Request { return postForm(withValid("bio", strings.Repeat("z", 10001))) },
-			code: 400, why: "a single value over 10,000 characters is refused"},
+		{name: "field value over its max_length is kept and refused", req: func(t *testing.T) *http.Request {
+			return postForm(withValid("message", strings.Repeat("z", 10001)))
+		}, code: 422, status: outbox.SubmissionQuarantined, reason: outbox.ReasonSchemaViolation},
+		{name: "instruction over max_field_length", req: func(t *testing.T) *http.Request { return postForm(withValid("_subject", strings.Repeat("z", 10001))) },
+			code: 400, why: "a special field is an instruction, not the visitor's content"},
 		{name: "control character in a field name", req: func(t *testing.T) *http.Request { return postForm(withValid("na\x1bme", "x")) },
 			code: 400, why: "field names reach text bodies and templates"},
 		{name: "field name of 201 characters", req: func(t *testing.T) *http.Request { return postForm(withValid(strings.Repeat("n", 201), "x")) },
@@ -321,10 +324,19 @@ func TestHostileRequests(t *testing.T) {
 			r.Header.Set("Idempotency-Key", "hostile-key")
 			s.serve(t, c, r)
 		}, req: func(t *testing.T) *http.Request {
-			r := postForm(withValid("message", "different"))
+			r := postForm(withValid())
 			r.Header.Set("Idempotency-Key", "hostile-key")
 			return r
-		}, code: 303, why: "the store finds (form, key) and returns the original"},
+		}, code: 303, why: "the store finds (form, key) with the same content and returns the original"},
+		{name: "reused idempotency key with other content is kept, refused and not sent", setup: func(t *testing.T, c *Config) {
+			r := postForm(withValid())
+			r.Header.Set("Idempotency-Key", "hostile-key-2")
+			s.serve(t, c, r)
+		}, req: func(t *testing.T) *http.Request {
+			r := postForm(withValid("message", "different"))
+			r.Header.Set("Idempotency-Key", "hostile-key-2")
+			return r
+		}, code: 422, status: outbox.SubmissionQuarantined, reason: outbox.ReasonIdempotencyKeyReused},
 		{name: "unknown fields kept but capped in count and size", req: func(t *testing.T) *http.Request {
 			extra := []string{}
 			for i := range 30 {

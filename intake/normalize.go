@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -34,7 +35,10 @@ func (c *Config) normalise(raw outbox.Fields) (outbox.Fields, error) {
 			return nil, badRequest("field names must be at most %d characters", MaxFieldNameLength)
 		}
 		value := normaliseValue(f.Value)
-		if utf8.RuneCountInString(value) > c.MaxFieldLength {
+		// Only instructions to the service (underscore names, the honeypot, captcha
+		// tokens) are refused here for length: a visitor's own field over the limit is a
+		// violation (see overLength), stored quarantined and answered 422, never dropped.
+		if utf8.RuneCountInString(value) > c.MaxFieldLength && c.isInstruction(name) {
 			return nil, badRequest("field %q is too long (at most %d characters)", printable(name), c.MaxFieldLength)
 		}
 		if i, ok := index[name]; ok {
@@ -51,6 +55,11 @@ func (c *Config) normalise(raw outbox.Fields) (outbox.Fields, error) {
 		out = append(out, outbox.Field{Name: name, Value: value})
 	}
 	return out, nil
+}
+
+// isInstruction reports a field that split takes out of the visitor's data.
+func (c *Config) isInstruction(name string) bool {
+	return strings.HasPrefix(name, "_") || name == c.Honeypot || slices.Contains(captchaFields, name)
 }
 
 func normaliseValue(v string) string {

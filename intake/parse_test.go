@@ -347,11 +347,11 @@ func TestParseRejectsRequests(t *testing.T) {
 			message: "too many fields (at most 3)",
 		},
 		{
-			name:    "value over MaxFieldLength",
-			adjust:  func(c *Config) { c.MaxFieldLength = 10 },
-			req:     func(t *testing.T) *http.Request { return postForm(form("note", strings.Repeat("y", 11))) },
+			name:    "special field over MaxFieldLength",
+			adjust:  func(c *Config) { c.Fields, c.MaxFieldLength = nil, 10 },
+			req:     func(t *testing.T) *http.Request { return postForm(form("_subject", strings.Repeat("y", 11))) },
 			status:  400,
-			message: `field "note" is too long (at most 10 characters)`,
+			message: `field "_subject" is too long (at most 10 characters)`,
 		},
 		{
 			name:    "bad percent escape",

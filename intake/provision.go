@@ -31,8 +31,14 @@ func (c *Config) Provision() error {
 	if c.MaxFields == 0 {
 		c.MaxFields = DefaultMaxFields
 	}
+	// The limit of any one value is at least every field's max_length, so a spec asking
+	// for longer values is honoured unless the operator set a lower max_field_length,
+	// which provisionFields refuses.
 	if c.MaxFieldLength == 0 {
 		c.MaxFieldLength = DefaultMaxFieldLen
+		for _, f := range c.Fields {
+			c.MaxFieldLength = max(c.MaxFieldLength, f.MaxLength)
+		}
 	}
 	if c.Mode == "" {
 		c.Mode = ModeEnforce
@@ -92,6 +98,9 @@ func (c *Config) provisionFields() error {
 			return fmt.Errorf("field %q: listed twice", f.Name)
 		case f.MaxLength < 0:
 			return fmt.Errorf("field %q: max_length must not be negative", f.Name)
+		case f.MaxLength > c.MaxFieldLength:
+			return fmt.Errorf("field %q: max_length %d is above max_field_length %d, the limit of any one value; raise max_field_length or lower max_length",
+				f.Name, f.MaxLength, c.MaxFieldLength)
 		}
 		seen[f.Name] = true
 	}

@@ -68,6 +68,11 @@ func (c *Config) split(fields outbox.Fields, r *http.Request) (outbox.Fields, sp
 		sp.idempotencyKey = h
 	}
 	if k := sp.idempotencyKey; k != "" {
+		// The field was checked by normalise, the header was not: invalid UTF-8 there
+		// would fail PostgreSQL's insert and send every such post to the spool.
+		if !utf8.ValidString(k) {
+			return nil, sp, badRequest("idempotency key must be valid UTF-8")
+		}
 		if utf8.RuneCountInString(k) > MaxIdempotencyKeyLength {
 			return nil, sp, badRequest("idempotency key too long (at most %d characters)", MaxIdempotencyKeyLength)
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
@@ -38,9 +39,15 @@ func openRealStore(t *testing.T) *realStore {
 // and answer.
 func (s *realStore) serve(t *testing.T, c *Config, r *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
+	return s.serveAt(t, c, r, testNow)
+}
+
+// serveAt is serve with the clock at now.
+func (s *realStore) serveAt(t *testing.T, c *Config, r *http.Request, now time.Time) *httptest.ResponseRecorder {
+	t.Helper()
 	w := httptest.NewRecorder()
 	c.SetCORSHeaders(w, r)
-	res, err := c.Parse(r, testNow)
+	res, err := c.Parse(r, now)
 	if err != nil {
 		c.WriteError(w, r, err)
 		return w
@@ -49,7 +56,7 @@ func (s *realStore) serve(t *testing.T, c *Config, r *http.Request) *httptest.Re
 		c.WriteAnswer(w, r, res, *res.Stored)
 		return w
 	}
-	stored, err := s.Accept(context.Background(), res.Submission, res.Deliveries)
+	stored, err := outbox.Accept(context.Background(), s, res.Submission, res.Deliveries)
 	if err != nil {
 		t.Fatalf("accept: %v", err)
 	}

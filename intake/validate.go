@@ -13,7 +13,8 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// validate checks data against the field spec and returns the violations in spec order.
+// validate checks data against the field spec and returns the violations in spec order,
+// then those of fields over MaxFieldLength (overLength).
 // An empty optional field is fine; a required one that is missing or empty says only
 // that, since its other checks would add nothing the visitor can act on.
 func (c *Config) validate(data outbox.Fields) []Violation {
@@ -51,6 +52,24 @@ func (c *Config) validate(data outbox.Fields) []Violation {
 		if spec.pattern != nil && !spec.pattern.MatchString(v) {
 			fail("is not in the expected format")
 		}
+	}
+	return append(out, c.overLength(data)...)
+}
+
+// overLength returns a violation for every field over MaxFieldLength, the limit of any
+// one value, in data order. A field whose spec has a max_length is left to it: Provision
+// keeps every max_length within MaxFieldLength, so that check already reported it.
+func (c *Config) overLength(data outbox.Fields) []Violation {
+	var out []Violation
+	for _, f := range data {
+		if utf8.RuneCountInString(f.Value) <= c.MaxFieldLength {
+			continue
+		}
+		if i := slices.IndexFunc(c.Fields, func(s FieldSpec) bool { return s.Name == f.Name }); i >= 0 && c.Fields[i].MaxLength > 0 {
+			continue
+		}
+		out = append(out, Violation{Field: f.Name,
+			Message: fmt.Sprintf("%s must be at most %d characters", f.Name, c.MaxFieldLength)})
 	}
 	return out
 }

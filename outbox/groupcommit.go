@@ -66,7 +66,15 @@ type GroupCommitter struct {
 // still commit: the submission's id makes a later retry (or spool replay) of it a
 // duplicate, never a second copy. A submission whose ctx ended before its shared
 // transaction began is left out of it.
+//
+// A key bound to other content is handled as outbox.Accept handles it.
 func (g *GroupCommitter) Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+	return acceptKeyed(ctx, func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+		return g.accept(ctx, s, sub, deliveries)
+	}, sub, deliveries)
+}
+
+func (g *GroupCommitter) accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
 	ba, ok := s.(BatchAccepter)
 	if !ok {
 		return s.Accept(ctx, sub, deliveries)

@@ -20,12 +20,17 @@ var (
 )
 
 // AcceptResult tells the handler what to answer. When Duplicate is true, nothing was
-// written and ID/Status are those of the submission first stored under the same
-// (form, idempotency key).
+// written and ID/Status are those of the submission stored with the same id, or the one
+// that bound the same (form, idempotency key) (see BindsIdempotencyKey).
 type AcceptResult struct {
 	ID        uuid.UUID
 	Status    SubmissionStatus
 	Duplicate bool
+	// KeyReused is set when the key was bound to a submission with other content. From
+	// Store.Accept it comes with Duplicate (nothing written yet); from outbox.Accept and
+	// GroupCommitter.Accept it comes without, for the post then stored as
+	// quarantined/idempotency_key_reused (ID and Status are that new row's).
+	KeyReused bool
 }
 
 // ClaimParams are the inputs of one claim. Now comes from the worker's clock so that tests
@@ -60,8 +65,11 @@ type Completion struct {
 type Store interface {
 	// Accept writes sub, its deliveries, a submission.received event and sub.Events in ONE
 	// transaction.
-	// If sub.IdempotencyKey is set and (form, key) already exists, it writes nothing and
-	// returns the original submission's id and status with Duplicate set.
+	// If sub's id is already stored, or sub.IdempotencyKey is set and (form, key) is bound
+	// by a stored submission (BindsIdempotencyKey), it writes nothing and returns that
+	// submission's id and status with Duplicate set (see DuplicateResult). A submission
+	// that does not bind its key (quarantined) never collides on it: it is stored, its
+	// key kept for audit only.
 	Accept(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error)
 
 	// Claim leases up to p.Limit due deliveries: pending or failed with next_attempt_at <=

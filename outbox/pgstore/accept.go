@@ -27,29 +27,36 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 		return outbox.AcceptResult{}, err
 	}
 	created, data, meta, event := p.Created, p.Data, p.Meta, p.Event
-	var key *string
-	if sub.IdempotencyKey != "" {
-		key = &sub.IdempotencyKey
+	// An unbound key (see outbox.BindsIdempotencyKey) is NULL in the unique column, so
+	// the insert cannot collide on it and the lookup below cannot match it.
+	var key, unbound *string
+	if p.BoundKey != "" {
+		key = &p.BoundKey
+	}
+	if p.UnboundKey != "" {
+		unbound = &p.UnboundKey
 	}
 
 	res := outbox.AcceptResult{ID: sub.ID, Status: sub.Status}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		var inserted uuid.UUID
-		err := tx.QueryRow(ctx, `INSERT INTO submissions (`+submissionColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		err := tx.QueryRow(ctx, `INSERT INTO submissions (`+submissionColumns+`, unbound_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT DO NOTHING RETURNING id`,
 			sub.ID, sub.Form, string(sub.Status), sub.Reason, string(data), string(meta),
-			key, sub.ContentHash, sub.Test, created).Scan(&inserted)
+			key, sub.ContentHash, sub.Test, created, unbound).Scan(&inserted)
 		if isNoRows(err) {
-			var status string
-			err := tx.QueryRow(ctx, `SELECT id, status FROM submissions
+			var (
+				id           uuid.UUID
+				status, hash string
+			)
+			err := tx.QueryRow(ctx, `SELECT id, status, content_hash FROM submissions
 				WHERE (form = $2 AND idempotency_key = $3) OR id = $1
-				ORDER BY id = $1 LIMIT 1`, sub.ID, sub.Form, key).Scan(&res.ID, &status)
+				ORDER BY id = $1 DESC LIMIT 1`, sub.ID, sub.Form, key).Scan(&id, &status, &hash)
 			if err != nil {
 				return fmt.Errorf("look up duplicate: %w", err)
 			}
-			res.Status = outbox.SubmissionStatus(status)
-			res.Duplicate = true
+			res = outbox.DuplicateResult(sub, id, outbox.SubmissionStatus(status), hash)
 			return nil
 		}
 		if err != nil {

@@ -18,12 +18,13 @@ import (
 // makes a duplicate write nothing at all: the deliveries and the events are inserted only
 // from the row the first CTE returned. The deliveries and the submission's extra events
 // (sub.Events, after submission.received) travel as parallel arrays. The parameters are
-// an acceptRow's (acceptRow.args): an empty idempotency key is NULL (NULLIF), and so is a
-// delivery's locked_until or sent_at whose flag is false (see plannedDeliveryValues).
+// an acceptRow's (acceptRow.args): an empty idempotency key, bound ($7) or unbound ($36,
+// see outbox.BindsIdempotencyKey), is NULL (NULLIF), and so is a delivery's locked_until
+// or sent_at whose flag is false (see plannedDeliveryValues).
 const acceptOneSQL = `
 WITH s AS (
-	INSERT INTO submissions (` + submissionColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7::text, ''), $8, $9, $10)
+	INSERT INTO submissions (` + submissionColumns + `, unbound_key)
+	VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7::text, ''), $8, $9, $10, NULLIF($36::text, ''))
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), d AS (
@@ -59,11 +60,11 @@ const (
 
 // duplicateSQL finds what a duplicate collided with, as Accept does. It runs as its own
 // statement after the insert so that its snapshot sees a conflicting row that another
-// transaction committed while the insert waited for it. An empty key ($3) is none: only
-// the id matches then.
-const duplicateSQL = `SELECT id, status FROM submissions
+// transaction committed while the insert waited for it. An empty bound key ($3) is none:
+// only the id matches then. The row with the item's own id comes first.
+const duplicateSQL = `SELECT id, status, content_hash FROM submissions
 	WHERE (form = $2 AND idempotency_key = NULLIF($3::text, '')) OR id = $1
-	ORDER BY id = $1 LIMIT 1`
+	ORDER BY id = $1 DESC LIMIT 1`
 
 // AcceptBatch accepts every item in one transaction (group commit): one WAL flush for the
 // lot, and the items' statements pipelined in one round trip. See outbox.BatchAccepter.
@@ -146,16 +147,16 @@ func (s *Store) lookUpDuplicates(ctx context.Context, tx batchSender, rows []acc
 	}
 	_, err := pipeline(ctx, tx, duplicateSQL, dups, func(i int) []any {
 		r := &rows[i]
-		return []any{r.id, r.sub.Form, r.sub.IdempotencyKey}
+		return []any{r.id, r.sub.Form, r.boundKey}
 	}, func(i int, row pgx.Row) error {
 		var (
-			id     [16]byte
-			status string
+			id           [16]byte
+			status, hash string
 		)
-		if err := row.Scan(&id, &status); err != nil {
+		if err := row.Scan(&id, &status, &hash); err != nil {
 			return fmt.Errorf("look up duplicate of %s: %w", rows[i].sub.ID, err)
 		}
-		out[i] = outbox.AcceptOutcome{Result: outbox.AcceptResult{ID: id, Status: outbox.SubmissionStatus(status), Duplicate: true}}
+		out[i] = outbox.AcceptOutcome{Result: outbox.DuplicateResult(rows[i].sub, id, outbox.SubmissionStatus(status), hash)}
 		return nil
 	})
 	return err
@@ -195,6 +196,7 @@ type acceptRow struct {
 	sub               *outbox.Submission
 	id                [16]byte
 	data, meta, event string // JSON: sub.Data, sub.Meta, the submission.received event's data
+	boundKey, unbound string // sub's idempotency key in one of them (acceptprep.Prepared)
 	created           time.Time
 	deliveries        []outbox.Delivery // planned (outbox.PlannedDelivery)
 }
@@ -206,7 +208,7 @@ func newAcceptRow(it outbox.AcceptItem) (acceptRow, error) {
 		return acceptRow{}, err
 	}
 	r := acceptRow{sub: sub, id: sub.ID, data: string(p.Data), meta: string(p.Meta), event: string(p.Event),
-		created: p.Created, deliveries: make([]outbox.Delivery, len(it.Deliveries))}
+		boundKey: p.BoundKey, unbound: p.UnboundKey, created: p.Created, deliveries: make([]outbox.Delivery, len(it.Deliveries))}
 	for k := range it.Deliveries {
 		r.deliveries[k] = outbox.PlannedDelivery(sub, it.Deliveries[k], p.Created)
 	}
@@ -228,11 +230,11 @@ func (r *acceptRow) args() []any {
 		e.add(ev, r.created)
 	}
 	sub := r.sub
-	args := make([]any, 0, 35)
-	args = append(args, r.id, sub.Form, string(sub.Status), sub.Reason, r.data, r.meta, sub.IdempotencyKey,
+	args := make([]any, 0, 36)
+	args = append(args, r.id, sub.Form, string(sub.Status), sub.Reason, r.data, r.meta, r.boundKey,
 		sub.ContentHash, sub.Test, r.created)
 	args = d.params(args)
-	return append(args, outbox.EventSubmissionReceived, r.event, e.kind, e.data, e.at)
+	return append(args, outbox.EventSubmissionReceived, r.event, e.kind, e.data, e.at, r.unbound)
 }
 
 // plannedDeliveries are planned deliveries as parallel arrays, for acceptOneSQL and

@@ -17,14 +17,16 @@ import (
 // one per submission. ON CONFLICT DO NOTHING skips a duplicate, of a stored row or of an
 // earlier item of the same batch, and a skipped submission's id is missing from s, so
 // none of its deliveries or events are written. The columns are acceptColumns': as in
-// acceptOneSQL, an empty key is NULL and so is a locked_until or sent_at flagged false.
+// acceptOneSQL, an empty key (bound $7 or unbound $38) is NULL and so is a locked_until or
+// sent_at flagged false.
 const acceptSetSQL = `
 WITH s AS (
-	INSERT INTO submissions (` + submissionColumns + `)
-	SELECT x.id, x.form, x.status, x.reason, x.data::json, x.meta::json, NULLIF(x.key, ''), x.hash, x.test, x.created
+	INSERT INTO submissions (` + submissionColumns + `, unbound_key)
+	SELECT x.id, x.form, x.status, x.reason, x.data::json, x.meta::json, NULLIF(x.key, ''), x.hash, x.test, x.created,
+		NULLIF(x.unbound, '')
 	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::bool[], $10::timestamptz[])
-		AS x(id, form, status, reason, data, meta, key, hash, test, created)
+		$8::text[], $9::bool[], $10::timestamptz[], $38::text[])
+		AS x(id, form, status, reason, data, meta, key, hash, test, created, unbound)
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), d AS (
@@ -140,6 +142,7 @@ func distinctSubmissions(items []outbox.AcceptItem, live []int) bool {
 type acceptColumns struct {
 	id                                                [][16]byte
 	form, status, reason, data, meta, key, hash, recv []string // recv: submission.received data
+	unbound                                           []string // key: the bound keys
 	test                                              []bool
 	created                                           []time.Time
 	dSub                                              [][16]byte
@@ -157,7 +160,7 @@ func newAcceptColumns(rows []acceptRow, live []int) *acceptColumns {
 		id: make([][16]byte, 0, n), test: make([]bool, 0, n), created: make([]time.Time, 0, n),
 		dSub: make([][16]byte, 0, nd), eSub: make([][16]byte, 0, ne),
 	}
-	for _, s := range []*[]string{&c.form, &c.status, &c.reason, &c.data, &c.meta, &c.key, &c.hash, &c.recv} {
+	for _, s := range []*[]string{&c.form, &c.status, &c.reason, &c.data, &c.meta, &c.key, &c.hash, &c.recv, &c.unbound} {
 		*s = make([]string, 0, n)
 	}
 	c.d.grow(nd)
@@ -171,7 +174,8 @@ func newAcceptColumns(rows []acceptRow, live []int) *acceptColumns {
 func (c *acceptColumns) add(r *acceptRow) {
 	sub := r.sub
 	c.id, c.form, c.status, c.reason = append(c.id, r.id), append(c.form, sub.Form), append(c.status, string(sub.Status)), append(c.reason, sub.Reason)
-	c.data, c.meta, c.key, c.hash = append(c.data, r.data), append(c.meta, r.meta), append(c.key, sub.IdempotencyKey), append(c.hash, sub.ContentHash)
+	c.data, c.meta, c.key, c.hash = append(c.data, r.data), append(c.meta, r.meta), append(c.key, r.boundKey), append(c.hash, sub.ContentHash)
+	c.unbound = append(c.unbound, r.unbound)
 	c.test, c.created, c.recv = append(c.test, sub.Test), append(c.created, r.created), append(c.recv, r.event)
 	for k := range r.deliveries {
 		c.dSub = append(c.dSub, r.id)
@@ -184,8 +188,8 @@ func (c *acceptColumns) add(r *acceptRow) {
 }
 
 func (c *acceptColumns) params() []any {
-	args := make([]any, 0, 37)
+	args := make([]any, 0, 38)
 	args = append(args, c.id, c.form, c.status, c.reason, c.data, c.meta, c.key, c.hash, c.test, c.created, c.dSub)
 	args = c.d.params(args)
-	return append(args, outbox.EventSubmissionReceived, c.recv, c.eSub, c.e.kind, c.e.data, c.e.at)
+	return append(args, outbox.EventSubmissionReceived, c.recv, c.eSub, c.e.kind, c.e.data, c.e.at, c.unbound)
 }

@@ -38,7 +38,7 @@ func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) 
 	if !cur.IsZero() {
 		q.where("(created_at, id) < ($?, $?)", cur.At, cur.ID)
 	}
-	sql, args := q.build(`SELECT `+submissionColumns+` FROM submissions`, `ORDER BY created_at DESC, id DESC`, limit+1)
+	sql, args := q.build(`SELECT `+submissionSelect+` FROM submissions`, `ORDER BY created_at DESC, id DESC`, limit+1)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list submissions: %w", err)

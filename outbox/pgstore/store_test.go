@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
@@ -98,4 +99,27 @@ func TestSchemasAreIsolated(t *testing.T) {
 	if _, err := b.GetSubmission(ctx, sub.ID); err == nil {
 		t.Errorf("submission stored in one schema is visible in another")
 	}
+}
+
+func TestUpgradeReleasesRefusedKeys(t *testing.T) {
+	ctx := context.Background()
+	cfg := storetest.NewPostgresSchema(t)
+	storetest.CheckUpgradeReleasesRefusedKeys(t, func() outbox.Store {
+		s, err := pgstore.Open(ctx, cfg)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return s
+	}, func(stmts []string) {
+		conn, err := pgx.Connect(ctx, cfg.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		for _, q := range stmts {
+			if _, err := conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{cfg.Schema}.Sanitize()+`; `+q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	})
 }

@@ -26,9 +26,10 @@ const DefaultAcceptTimeout = 5 * time.Second
 
 // Replay drains every sealed segment into store, oldest first and in append order, so
 // submissions reach the store in the order their UUIDv7 ids were made. Each record is
-// written with store.Accept, which writes nothing for an id (or idempotency key) already
-// stored: replaying a segment twice, or one that was half replayed before a crash, stores
-// each submission once. A segment is deleted only after every valid record in it is
+// written with outbox.Accept, which writes nothing for an id (or bound idempotency key)
+// already stored: replaying a segment twice, or one that was half replayed before a crash,
+// stores each submission once. A key bound meanwhile to other content stores the record
+// quarantined (idempotency_key_reused), exactly as the handler would have. A segment is deleted only after every valid record in it is
 // stored; bad ranges are copied to corrupt/ and reported first. The first store error
 // stops the pass and leaves the current segment in place for the next one.
 //
@@ -54,7 +55,7 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 		for _, r := range recs {
 			sub := r.Entry.Submission
 			actx, cancel := context.WithTimeout(ctx, DefaultAcceptTimeout)
-			res, err := store.Accept(actx, &sub, r.Entry.Deliveries)
+			res, err := outbox.Accept(actx, store, &sub, r.Entry.Deliveries)
 			cancel()
 			if err != nil {
 				return rep, fmt.Errorf("spool replay: segment %d offset %d: %w", seq, r.Off, err)

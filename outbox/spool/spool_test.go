@@ -485,3 +485,51 @@ func TestReplayerDrainsOnWake(t *testing.T) {
 		}
 	}
 }
+
+// A spooled post whose key was meanwhile bound to other content (the visitor's other
+// post reached the store first) is stored quarantined/idempotency_key_reused, exactly as
+// the handler would have stored it, and its deliveries are skipped; one that repeats
+// the bound content is a duplicate. Replaying the segment again stores nothing twice.
+func TestReplayJudgesAReusedKeyAsTheHandlerDoes(t *testing.T) {
+	store := storetest.OpenSQLite(t)
+	bound := storetest.NewSubmission("contact", storetest.WithIdempotencyKey("K"))
+	storetest.MustAccept(t, store, bound)
+
+	dir := t.TempDir()
+	s := openSpool(t, dir, Options{})
+	reused, retry := newEntry("K"), newEntry("K")
+	reused.Submission.ContentHash = "sha256:other content"
+	for _, e := range []Entry{reused, retry} {
+		if err := s.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	seg := segmentFiles(t, dir)[0]
+	saved, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass, want := range []Report{{Stored: 1, Duplicates: 1, Segments: 1}, {Duplicates: 2, Segments: 1}} {
+		if err := os.WriteFile(seg, saved, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := openSpool(t, dir, Options{})
+		rep, err := s.Replay(context.Background(), store, nil)
+		s.Close()
+		if err != nil || rep != want {
+			t.Fatalf("pass %d: %+v, %v, want %+v", pass+1, rep, err, want)
+		}
+	}
+	got, err := store.GetSubmission(context.Background(), reused.Submission.ID)
+	if err != nil || got.Status != outbox.SubmissionQuarantined || got.Reason != outbox.ReasonIdempotencyKeyReused {
+		t.Fatalf("replayed reused-key post: %+v, %v, want quarantined/%s", got, err, outbox.ReasonIdempotencyKeyReused)
+	}
+	ds, err := store.ListDeliveries(context.Background(), reused.Submission.ID)
+	if err != nil || len(ds) != 2 || ds[0].Status != outbox.DeliverySkipped || ds[1].Status != outbox.DeliverySkipped {
+		t.Errorf("its deliveries: %+v, %v, want both skipped", ds, err)
+	}
+	if _, err := store.GetSubmission(context.Background(), retry.Submission.ID); err == nil {
+		t.Errorf("the spooled retry of the bound post was stored too")
+	}
+}

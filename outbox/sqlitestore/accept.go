@@ -37,10 +37,12 @@ func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries [
 	return res, nil
 }
 
-// preparedAccept is what Accept encodes before it touches the database.
+// preparedAccept is what Accept encodes before it touches the database: key is the
+// bound idempotency key (NULL when none or unbound), unbound the key of a submission
+// that does not bind it (see outbox.BindsIdempotencyKey).
 type preparedAccept struct {
 	acceptprep.Prepared
-	key sql.NullString
+	key, unbound sql.NullString
 }
 
 func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
@@ -49,35 +51,36 @@ func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
 		return preparedAccept{}, err
 	}
 	p := preparedAccept{Prepared: enc}
-	if sub.IdempotencyKey != "" {
-		p.key = sql.NullString{String: sub.IdempotencyKey, Valid: true}
-	}
+	p.key = sql.NullString{String: enc.BoundKey, Valid: enc.BoundKey != ""}
+	p.unbound = sql.NullString{String: enc.UnboundKey, Valid: enc.UnboundKey != ""}
 	return p, nil
 }
 
 // acceptIn is Accept's work inside the caller's write transaction.
 func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
 	created, key := p.Created, p.key
-	// The single writer connection serializes Accepts, so looking first is race-free.
-	var id, status string
-	err := tx.QueryRowContext(ctx, `SELECT id, status FROM submissions
+	// The single writer connection serializes Accepts, so looking first is race-free. An
+	// unbound key (NULL here) matches no row: only the id can. The row with sub's own id
+	// comes first: a replay of a stored submission is its duplicate whatever the key.
+	var id, status, hash string
+	err := tx.QueryRowContext(ctx, `SELECT id, status, content_hash FROM submissions
 		WHERE id = ? OR (form = ? AND idempotency_key = ?)
-		ORDER BY id = ? LIMIT 1`, sub.ID.String(), sub.Form, key, sub.ID.String()).Scan(&id, &status)
+		ORDER BY id = ? DESC LIMIT 1`, sub.ID.String(), sub.Form, key, sub.ID.String()).Scan(&id, &status, &hash)
 	switch {
 	case err == nil:
 		orig, err := uuid.Parse(id)
 		if err != nil {
 			return outbox.AcceptResult{}, err
 		}
-		return outbox.AcceptResult{ID: orig, Status: outbox.SubmissionStatus(status), Duplicate: true}, nil
+		return outbox.DuplicateResult(sub, orig, outbox.SubmissionStatus(status), hash), nil
 	case !errors.Is(err, sql.ErrNoRows):
 		return outbox.AcceptResult{}, fmt.Errorf("look up duplicate: %w", err)
 	}
 
-	if _, err := tx.ExecContext(ctx, `INSERT INTO submissions (`+submissionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO submissions (`+submissionColumns+`, unbound_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sub.ID.String(), sub.Form, string(sub.Status), sub.Reason, string(p.Data), string(p.Meta),
-		key, sub.ContentHash, sub.Test, micros(created)); err != nil {
+		key, sub.ContentHash, sub.Test, micros(created), p.unbound); err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("insert submission: %w", err)
 	}
 	for i := range deliveries {

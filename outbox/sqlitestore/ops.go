@@ -42,7 +42,7 @@ func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) 
 		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
 		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
 	}
-	q := `SELECT ` + submissionColumns + ` FROM submissions`
+	q := `SELECT ` + submissionSelect + ` FROM submissions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

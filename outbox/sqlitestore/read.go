@@ -12,7 +12,12 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-const submissionColumns = `id, form, status, reason, data, meta, idempotency_key, content_hash, test, created_at`
+// submissionColumns are the submission columns Accept writes (then unbound_key) and
+// submissionSelect what scanSubmission reads: the key of a row, bound or not.
+const (
+	submissionColumns = `id, form, status, reason, data, meta, idempotency_key, content_hash, test, created_at`
+	submissionSelect  = `id, form, status, reason, data, meta, COALESCE(idempotency_key, unbound_key), content_hash, test, created_at`
+)
 
 const deliveryColumns = `id, submission_id, route, channel, recipient, status, attempts, max_attempts,
 	next_attempt_at, lease_owner, lease_token, locked_until, last_error, provider,
@@ -103,7 +108,7 @@ func scanAttempt(row scanner) (outbox.Attempt, error) {
 
 // GetSubmission returns the stored submission, or outbox.ErrNotFound.
 func (s *Store) GetSubmission(ctx context.Context, id uuid.UUID) (*outbox.Submission, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+submissionColumns+` FROM submissions WHERE id = ?`, id.String())
+	row := s.r.QueryRowContext(ctx, `SELECT `+submissionSelect+` FROM submissions WHERE id = ?`, id.String())
 	sub, err := scanSubmission(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get submission %s: %w", id, outbox.ErrNotFound)

@@ -102,3 +102,22 @@ func TestConcurrentAcceptsNeverFailBusy(t *testing.T) {
 		t.Fatalf("%d submissions recorded (err %v), want %d", len(evs), err, n)
 	}
 }
+
+func TestUpgradeReleasesRefusedKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outbox.db")
+	storetest.CheckUpgradeReleasesRefusedKeys(t, func() outbox.Store {
+		s, err := sqlitestore.Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return s
+	}, func(stmts []string) {
+		db := rawDB(t, path)
+		for _, q := range stmts {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		db.Close()
+	})
+}

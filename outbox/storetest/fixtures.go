@@ -23,6 +23,12 @@ func WithIdempotencyKey(key string) SubmissionOption {
 	return func(s *outbox.Submission) { s.IdempotencyKey = key }
 }
 
+// WithContentHash sets the content hash, which is what tells a retry of a post (same
+// hash) from other content sent with the same idempotency key.
+func WithContentHash(hash string) SubmissionOption {
+	return func(s *outbox.Submission) { s.ContentHash = hash }
+}
+
 // WithCreatedAt sets the creation time (deliveries from NewDelivery become due then).
 func WithCreatedAt(t time.Time) SubmissionOption {
 	return func(s *outbox.Submission) { s.CreatedAt = t.UTC().Truncate(time.Microsecond) }

@@ -18,6 +18,10 @@ type Prepared struct {
 	Data    []byte    // sub.Data as JSON ({} when nil)
 	Meta    []byte    // sub.Meta as JSON
 	Event   []byte    // the submission.received event's data: form and status
+	// BoundKey is sub's idempotency key when its status binds it (the column with the
+	// unique (form, key) constraint), UnboundKey when it does not (kept for audit only);
+	// the other one is empty. Both are empty without a key.
+	BoundKey, UnboundKey string
 }
 
 // Prepare checks that sub has an id and encodes it.
@@ -31,6 +35,11 @@ func Prepare(sub *outbox.Submission) (Prepared, error) {
 	}
 	if sub.Data != nil {
 		p.Data = sub.Data.AppendJSON(make([]byte, 0, 64*len(sub.Data)))
+	}
+	if outbox.BindsIdempotencyKey(sub.Status) {
+		p.BoundKey = sub.IdempotencyKey
+	} else {
+		p.UnboundKey = sub.IdempotencyKey
 	}
 	p.Meta = sub.Meta.AppendJSON(nil)
 	ev := jsonw.NewObject(make([]byte, 0, 48+len(sub.Form)))
