@@ -6,6 +6,7 @@ import (
 	"net/mail"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
-	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
 // DefaultAcceptTimeout bounds one store write at intake (DESIGN section 7): past it the
@@ -61,10 +61,10 @@ type App struct {
 
 	emailProviderName string
 
-	spool     *spool.Spool // nil when off
-	spoolKey  string
+	spoolDir  string // resolved at Provision; "" when off
 	spoolMode string
-	replayer  *spool.Replayer
+	spoolKey  string                       // set once Start holds a reference in spools
+	spoolRT   atomic.Pointer[spoolRuntime] // nil until Start opens the spool (spool.go)
 
 	opsState // metrics, events, retention (app_ops.go)
 
@@ -246,7 +246,7 @@ func (a *App) attempts() (email, webhook int) {
 	return email, webhook
 }
 
-// Start starts the worker.
+// Start opens the spool (taking its directory's lock) and starts the worker.
 func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
 		zap.String("storage", a.storage.describe()),
@@ -256,13 +256,15 @@ func (a *App) Start() error {
 	} else {
 		a.logger.Info("email provider", zap.String("providers", a.emailProviderName))
 	}
+	// The spool first: a second Caddy on one spool directory fails here before its worker
+	// claims anything. Cleanup (which runs after a failed Start) stops what did start.
+	if err := a.startSpool(); err != nil {
+		return fmt.Errorf("form_outbox: %w", err)
+	}
 	if a.workerDisabled() {
 		a.logger.Info("worker off: this instance takes submissions and delivers none")
 	} else if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
-	}
-	if a.replayer != nil {
-		a.replayer.Start()
 	}
 	a.startOps()
 	return nil
@@ -273,9 +275,7 @@ func (a *App) Start() error {
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
 		a.stopOps()
-		if a.replayer != nil {
-			a.replayer.Stop()
-		}
+		a.stopSpool()
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())
 		}
