@@ -2,6 +2,7 @@ package formoutbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"path/filepath"
@@ -20,8 +21,13 @@ import (
 // visitor gets an answer rather than a hanging request.
 const DefaultAcceptTimeout = 2 * time.Second
 
-// DefaultFrom is the sender of development email when `email { from }` is not set.
+// DefaultFrom is the sender of development (.eml file) email when `email { from }` is
+// not set. Real providers get no default: mail from an unverified localhost sender is
+// rejected or lands in spam, and the visitor's lead with it.
 const DefaultFrom = "form_outbox <form-outbox@localhost>"
+
+// errFromRequired is why a config with a real email provider and no sender is refused.
+var errFromRequired = errors.New("from is required (the verified sender address, e.g. from \"Forms <forms@example.com>\")")
 
 // App is the `form_outbox` Caddy app: it owns the store shared by every form handler and
 // the worker that delivers their submissions. It is configured by the global option
@@ -150,6 +156,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.storage = sc
 
 	a.from = DefaultFrom
+	if e := a.Email; e != nil && e.From == "" && (e.SES != nil || e.Resend != nil || e.SMTP != nil) {
+		return fmt.Errorf("email: %w", errFromRequired)
+	}
 	if a.Email != nil && a.Email.From != "" {
 		a.from = caddy.NewReplacer().ReplaceKnown(a.Email.From, "")
 	}
