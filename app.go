@@ -276,6 +276,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	a.startOps()
+	a.checkStorageAtStart()
 	return nil
 }
 
