@@ -74,7 +74,7 @@ func (a *App) health(ctx context.Context) Health {
 	err := a.store.Ping(ctx)
 	h.Storage.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
-		h.Storage.Error = err.Error()
+		h.Storage.Error = a.storageError(err)
 		h.Problems = append(h.Problems, "storage unreachable")
 	} else {
 		h.Storage.Reachable = true

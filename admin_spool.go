@@ -29,7 +29,7 @@ type replayAnswer struct {
 // serveSpoolReplay runs one replay pass now instead of waiting for the replayer's tick.
 // A pass stopped by the store answers 503 with what it did so far and the error.
 func serveSpoolReplay(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	if a.replayer == nil {
+	if a.openSpool() == nil {
 		return apiError(http.StatusConflict, errSpoolOff)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminReplayTimeout)

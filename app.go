@@ -2,10 +2,12 @@ package formoutbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,15 +15,19 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
-	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
 // DefaultAcceptTimeout bounds one store write at intake (docs/design.md, 'Spool'): past
 // it the visitor gets an answer rather than a hanging request.
 const DefaultAcceptTimeout = 2 * time.Second
 
-// DefaultFrom is the sender of development email when `email { from }` is not set.
+// DefaultFrom is the sender of development (.eml file) email when `email { from }` is
+// not set. Real providers get no default: mail from an unverified localhost sender is
+// rejected or lands in spam, and the visitor's lead with it.
 const DefaultFrom = "form_outbox <form-outbox@localhost>"
+
+// errFromRequired is why a config with a real email provider and no sender is refused.
+var errFromRequired = errors.New("from is required (the verified sender address, e.g. from \"Forms <forms@example.com>\")")
 
 // App is the `form_outbox` Caddy app: it owns the store shared by every form handler and
 // the worker that delivers their submissions. It is configured by the global option
@@ -61,10 +67,10 @@ type App struct {
 
 	emailProviderName string
 
-	spool     *spool.Spool // nil when off
-	spoolKey  string
+	spoolDir  string // resolved at Provision; "" when off
 	spoolMode string
-	replayer  *spool.Replayer
+	spoolKey  string                       // set once Start holds a reference in spools
+	spoolRT   atomic.Pointer[spoolRuntime] // nil until Start opens the spool (spool.go)
 
 	opsState // metrics, events, retention (app_ops.go)
 
@@ -150,6 +156,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.storage = sc
 
 	a.from = DefaultFrom
+	if e := a.Email; e != nil && e.From == "" && (e.SES != nil || e.Resend != nil || e.SMTP != nil) {
+		return fmt.Errorf("email: %w", errFromRequired)
+	}
 	if a.Email != nil && a.Email.From != "" {
 		a.from = caddy.NewReplacer().ReplaceKnown(a.Email.From, "")
 	}
@@ -246,7 +255,7 @@ func (a *App) attempts() (email, webhook int) {
 	return email, webhook
 }
 
-// Start starts the worker.
+// Start opens the spool (taking its directory's lock) and starts the worker.
 func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
 		zap.String("storage", a.storage.describe()),
@@ -256,15 +265,18 @@ func (a *App) Start() error {
 	} else {
 		a.logger.Info("email provider", zap.String("providers", a.emailProviderName))
 	}
+	// The spool first: a second Caddy on one spool directory fails here before its worker
+	// claims anything. Cleanup (which runs after a failed Start) stops what did start.
+	if err := a.startSpool(); err != nil {
+		return fmt.Errorf("form_outbox: %w", err)
+	}
 	if a.workerDisabled() {
 		a.logger.Info("worker off: this instance takes submissions and delivers none")
 	} else if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
-	if a.replayer != nil {
-		a.replayer.Start()
-	}
 	a.startOps()
+	a.checkStorageAtStart()
 	return nil
 }
 
@@ -273,9 +285,7 @@ func (a *App) Start() error {
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
 		a.stopOps()
-		if a.replayer != nil {
-			a.replayer.Stop()
-		}
+		a.stopSpool()
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())
 		}

@@ -159,3 +159,30 @@ func TestFormFromMatcher(t *testing.T) {
 		}
 	}
 }
+
+// A JSON config with a real email provider and no sender is refused at Provision rather
+// than sending from form-outbox@localhost, which providers reject or file as spam. The
+// file provider keeps its development default.
+func TestEmailFromIsRequiredWithARealProvider(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	for name, ec := range map[string]*EmailConfig{
+		"ses":    {SES: &SESConfig{Region: "eu-west-1"}},
+		"resend": {Resend: &ResendConfig{APIKey: "re_x"}},
+		"smtp":   {SMTP: &SMTPConfig{Address: "127.0.0.1:2525", TLS: "none"}},
+	} {
+		a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, Email: ec}
+		err := a.Provision(testContext(t))
+		a.Cleanup()
+		if err == nil || !strings.Contains(err.Error(), "email: from is required") {
+			t.Errorf("%s without from: provision error %v, want the from requirement", name, err)
+		}
+	}
+	a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, Email: &EmailConfig{File: &FileConfig{Dir: t.TempDir()}}}
+	if err := a.Provision(testContext(t)); err != nil {
+		t.Fatalf("file provider without from: %v", err)
+	}
+	defer a.Cleanup()
+	if a.from != DefaultFrom {
+		t.Errorf("file provider sender %q, want %q", a.from, DefaultFrom)
+	}
+}

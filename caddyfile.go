@@ -276,14 +276,24 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	// fieldLines keeps each field's line, so that a clash found later in the block (a
+	// second field of one name, a honeypot named like a field) is reported where it is.
+	fieldLines := map[string]*caddyfile.Dispenser{}
 	for d.NextBlock(0) {
 		var err error
 		switch opt := d.Val(); opt {
 		case "form":
 			h.Form, err = singleArg(d)
 		case "field":
+			line := caddyfile.NewDispenser([]caddyfile.Token{d.Token()})
+			line.Next()
 			var f intake.FieldSpec
-			f, err = parseField(d)
+			if f, err = parseField(d); err == nil {
+				if fieldLines[f.Name] != nil {
+					err = line.Errf("field %q: listed twice", f.Name)
+				}
+				fieldLines[f.Name] = line
+			}
 			h.Fields = append(h.Fields, f)
 		case "honeypot":
 			h.Honeypot, err = singleArg(d)
@@ -308,6 +318,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err != nil {
 			return err
 		}
+	}
+	honeypot := h.Honeypot
+	if honeypot == "" {
+		honeypot = intake.DefaultHoneypot
+	}
+	if line := fieldLines[honeypot]; line != nil {
+		return line.Errf("field %q: is the honeypot (name the honeypot otherwise with `honeypot NAME`)", honeypot)
 	}
 	return nil
 }
@@ -338,6 +355,11 @@ func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
 				return f, err
 			}
 		}
+	}
+	// Checked here and not only at Provision: the JSON config that Caddy provisions has
+	// no Caddyfile lines left to name.
+	if err := f.Check(); err != nil {
+		return f, d.Err(err.Error())
 	}
 	return f, nil
 }

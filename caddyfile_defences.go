@@ -36,6 +36,9 @@ func (h *Handler) unmarshalDefence(d *caddyfile.Dispenser, opt string) (bool, er
 			return true, d.ArgErr()
 		}
 		for ok := true; ok; ok = d.NextArg() {
+			if err := intake.CheckOrigin(d.Val()); err != nil {
+				return true, d.Errf("allowed_origins: %v", err)
+			}
 			h.AllowedOrigins = append(h.AllowedOrigins, d.Val())
 		}
 	case "rate_limit":

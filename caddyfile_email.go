@@ -14,7 +14,8 @@ import (
 // parseEmail reads the global `email` block:
 //
 //	email {
-//		from ADDRESS                       # "Name <addr@example.com>" or a bare address
+//		from ADDRESS                       # "Name <addr@example.com>" or a bare address;
+//		                                   # required with ses, resend or smtp
 //		ses {                              # Amazon SES v2
 //			region REGION                  # default: AWS_REGION / shared config
 //			configuration_set NAME
@@ -48,8 +49,18 @@ func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
 		return nil, d.ArgErr()
 	}
 	ec := new(EmailConfig)
+	// provider is the first ses, resend or smtp token, kept so that a missing from (known
+	// only at the end of the block) is reported at the line that needs it.
+	var provider *caddyfile.Dispenser
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		var err error
+		switch opt := d.Val(); opt {
+		case "ses", "resend", "smtp":
+			if provider == nil {
+				provider = caddyfile.NewDispenser([]caddyfile.Token{d.Token()})
+				provider.Next()
+			}
+		}
 		switch opt := d.Val(); opt {
 		case "from":
 			var from string
@@ -81,6 +92,9 @@ func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
 	}
 	if ec.File != nil && (ec.SES != nil || ec.Resend != nil || ec.SMTP != nil) {
 		return nil, d.Errf("email: file is for development and cannot be combined with ses, resend or smtp")
+	}
+	if provider != nil && ec.From == "" {
+		return nil, provider.Errf("email %s: %s", provider.Val(), errFromRequired)
 	}
 	return ec, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -32,6 +33,44 @@ var (
 		Help: "Deliveries given up on (permanent error or attempts exhausted), by channel.",
 	}, []string{"channel"})
 )
+
+// alertedChannels are the label values of the counters that README alert rules watch
+// with increase(): a series that appears only with its first event gives increase() no
+// earlier sample, so the first dead delivery would never alert. registerMetrics creates
+// them at 0.
+var alertedChannels = []outbox.Channel{outbox.ChannelEmail, outbox.ChannelWebhook}
+
+// Descriptions of intake's counters (intake/counters.go): what the defences did without
+// a stored row to count from the database.
+var (
+	rateLimitedDesc = prometheus.NewDesc("form_outbox_rate_limited_total",
+		"Posts over the form's rate limit, all answered 429.", []string{"form"}, nil)
+	rateLimitedDroppedDesc = prometheus.NewDesc("form_outbox_rate_limited_dropped_total",
+		"Rate-limited posts not stored because the form's quota of rate_limited rows for the window was used up.", []string{"form"}, nil)
+	deduplicatedDesc = prometheus.NewDesc("form_outbox_deduplicated_total",
+		"Double posts answered with the first post's id instead of being stored again.", []string{"form"}, nil)
+)
+
+// intakeCounters exports intake.ReadCounters at scrape time. The counters live in
+// intake's package registry, so they stay monotonic across reloads like the ones above;
+// each form's series exists from the Provision of its handler, at 0.
+type intakeCounters struct{}
+
+// Describe implements prometheus.Collector.
+func (intakeCounters) Describe(ch chan<- *prometheus.Desc) {
+	ch <- rateLimitedDesc
+	ch <- rateLimitedDroppedDesc
+	ch <- deduplicatedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (intakeCounters) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range intake.ReadCounters() {
+		ch <- prometheus.MustNewConstMetric(rateLimitedDesc, prometheus.CounterValue, float64(c.RateLimited), c.Form)
+		ch <- prometheus.MustNewConstMetric(rateLimitedDroppedDesc, prometheus.CounterValue, float64(c.RateLimitedDropped), c.Form)
+		ch <- prometheus.MustNewConstMetric(deduplicatedDesc, prometheus.CounterValue, float64(c.Deduplicated), c.Form)
+	}
+}
 
 // statsTTL is how long scraped gauges reuse one Stats query: several scrapers (or a
 // scraper and health probes) cost one indexed query per TTL, whatever their rate.
@@ -117,7 +156,10 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, a.metrics} {
+	for _, ch := range alertedChannels {
+		deadTotal.WithLabelValues(string(ch))
+	}
+	for _, c := range []prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, intakeCounters{}, a.metrics} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -157,4 +199,7 @@ func (a *App) received(sub *outbox.Submission, stored outbox.AcceptResult) {
 	a.emitSubmissionReceived(sub, stored)
 }
 
-var _ prometheus.Collector = (*appMetrics)(nil)
+var (
+	_ prometheus.Collector = (*appMetrics)(nil)
+	_ prometheus.Collector = intakeCounters{}
+)

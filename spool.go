@@ -44,7 +44,15 @@ type pooledSpool struct{ *spool.Spool }
 
 func (p pooledSpool) Destruct() error { return p.Spool.Close() }
 
-// provisionSpool opens (or shares) the spool unless it is off.
+// spoolRuntime is the spool this App opened at Start and the replayer that drains it.
+type spoolRuntime struct {
+	spool    *spool.Spool
+	replayer *spool.Replayer
+}
+
+// provisionSpool resolves the spool's mode and directory. It opens nothing: opening takes
+// the directory's lock (outbox/spool/lock_unix.go), and `caddy validate` or `caddy adapt
+// --validate` provision this App next to a running Caddy that holds that lock.
 func (a *App) provisionSpool() error {
 	var sc SpoolConfig
 	if a.Spool != nil {
@@ -66,6 +74,18 @@ func (a *App) provisionSpool() error {
 	if err != nil {
 		return fmt.Errorf("spool dir %q: %w", dir, err)
 	}
+	a.spoolDir = abs
+	a.registerSpoolMetric()
+	return nil
+}
+
+// startSpool opens (or shares, across a reload) the spool and starts its replayer. A
+// second running Caddy on the same directory fails here, naming the holder.
+func (a *App) startSpool() error {
+	if a.spoolDir == "" {
+		return nil
+	}
+	abs := a.spoolDir
 	val, _, err := spools.LoadOrNew(abs, func() (caddy.Destructor, error) {
 		s, err := spool.Open(abs, spool.Options{})
 		if errors.Is(err, spool.ErrInUse) {
@@ -79,9 +99,10 @@ func (a *App) provisionSpool() error {
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	a.spool, a.spoolKey = val.(pooledSpool).Spool, abs
-	a.replayer = &spool.Replayer{
-		Spool:  a.spool,
+	a.spoolKey = abs
+	rt := &spoolRuntime{spool: val.(pooledSpool).Spool}
+	rt.replayer = &spool.Replayer{
+		Spool:  rt.spool,
 		Store:  a.store,
 		Logger: a.logger.Named("spool"),
 		OnReplay: func(rep spool.Report, err error) {
@@ -90,9 +111,15 @@ func (a *App) provisionSpool() error {
 			}
 		},
 	}
-	a.registerSpoolMetric()
+	rt.replayer.Start()
+	a.spoolRT.Store(rt)
 	return nil
 }
+
+// openSpool is the spool once Start opened it, else nil. Caddy starts its apps in no set
+// order, so the HTTP app may serve a request before this App's Start: such a request is
+// answered as with the spool off (a store failure is a 503), never silently dropped.
+func (a *App) openSpool() *spoolRuntime { return a.spoolRT.Load() }
 
 // registerSpoolMetric exports the spool's depth. Each config has its own registry; a
 // reload registers the new App's gauge in the new one.
@@ -101,11 +128,15 @@ func (a *App) registerSpoolMetric() {
 	if reg == nil {
 		return
 	}
-	s := a.spool
 	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "form_outbox_spool_entries",
 		Help: "Submissions spooled on local disk and not yet stored in the database.",
-	}, func() float64 { return float64(s.Stats().Entries) })
+	}, func() float64 {
+		if rt := a.openSpool(); rt != nil {
+			return float64(rt.spool.Stats().Entries)
+		}
+		return 0
+	})
 	if err := reg.Register(g); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {
@@ -114,7 +145,14 @@ func (a *App) registerSpoolMetric() {
 	}
 }
 
-// releaseSpool gives back this App's reference (Cleanup; also after a failed Provision).
+// stopSpool stops the replayer; the spool stays open until Cleanup releases it.
+func (a *App) stopSpool() {
+	if rt := a.openSpool(); rt != nil {
+		rt.replayer.Stop()
+	}
+}
+
+// releaseSpool gives back this App's reference (Cleanup; also after a failed Start).
 func (a *App) releaseSpool() error {
 	if a.spoolKey == "" {
 		return nil
@@ -128,10 +166,11 @@ func (a *App) releaseSpool() error {
 // spoolHealth is the spool's part of the health answer: depth and age of what waits for
 // the database.
 func (a *App) spoolHealth() SpoolHealth {
-	if a.spool == nil {
+	rt := a.openSpool()
+	if rt == nil {
 		return SpoolHealth{Healthy: true}
 	}
-	return spoolHealthOf(a.spool.Stats(), a.spool.OldestAge())
+	return spoolHealthOf(rt.spool.Stats(), rt.spool.OldestAge())
 }
 
 // spoolHealthOf judges a spool's stats. A non-empty spool is not unhealthy by itself (the
@@ -148,18 +187,20 @@ func spoolHealthOf(st spool.Stats, oldestAge time.Duration) SpoolHealth {
 
 // SpoolStats is the spool's depth for health checks (zero when the spool is off).
 func (a *App) SpoolStats() (entries int, oldestAgeSeconds float64, on bool) {
-	if a.spool == nil {
+	rt := a.openSpool()
+	if rt == nil {
 		return 0, 0, false
 	}
-	return a.spool.Stats().Entries, a.spool.OldestAge().Seconds(), true
+	return rt.spool.Stats().Entries, rt.spool.OldestAge().Seconds(), true
 }
 
 // ReplaySpool runs one replay pass now (admin API).
 func (a *App) ReplaySpool(ctx context.Context) (spool.Report, error) {
-	if a.replayer == nil {
+	rt := a.openSpool()
+	if rt == nil {
 		return spool.Report{}, errSpoolOff
 	}
-	return a.replayer.ReplayNow(ctx)
+	return rt.replayer.ReplayNow(ctx)
 }
 
 // acceptOrSpool stores res, falling back to the spool, as docs/design.md, 'Spool' says: the
@@ -169,8 +210,9 @@ func (a *App) acceptOrSpool(ctx context.Context, res *intake.Result) (outbox.Acc
 	queued := outbox.AcceptResult{ID: res.Submission.ID, Status: intake.StatusQueued}
 	entry := spool.Entry{Submission: *res.Submission, Deliveries: res.Deliveries}
 	spooled := false
-	if a.spool != nil && a.spoolMode == SpoolAlways {
-		if err := a.spool.Append(entry); err != nil {
+	rt := a.openSpool()
+	if rt != nil && a.spoolMode == SpoolAlways {
+		if err := rt.spool.Append(entry); err != nil {
 			a.logger.Error("spool ahead of the store", zap.String("id", res.Submission.ID.String()), zap.Error(err))
 		} else {
 			spooled = true
@@ -178,9 +220,9 @@ func (a *App) acceptOrSpool(ctx context.Context, res *intake.Result) (outbox.Acc
 	}
 	stored, err := a.storeAccept(ctx, res)
 	if err == nil {
-		if a.replayer != nil && !spooled && a.spool.Stats().Entries > 0 {
+		if rt != nil && !spooled && rt.spool.Stats().Entries > 0 {
 			// The store answers again: drain what waited for it.
-			a.replayer.Wake()
+			rt.replayer.Wake()
 		}
 		return stored, nil
 	}
@@ -189,10 +231,10 @@ func (a *App) acceptOrSpool(ctx context.Context, res *intake.Result) (outbox.Acc
 			zap.String("id", res.Submission.ID.String()), zap.Error(err))
 		return queued, nil
 	}
-	if a.spool == nil {
+	if rt == nil {
 		return stored, err
 	}
-	if serr := a.spool.Append(entry); serr != nil {
+	if serr := rt.spool.Append(entry); serr != nil {
 		return outbox.AcceptResult{}, errors.Join(err, serr)
 	}
 	a.logger.Warn("store failed; submission spooled",

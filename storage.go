@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
@@ -136,4 +137,45 @@ func loadStore(sc StorageConfig) (outbox.Store, error) {
 		return nil, err
 	}
 	return val.(pooledStore).Store, nil
+}
+
+// startupPingTimeout bounds the connection check Start runs in the background.
+const startupPingTimeout = 10 * time.Second
+
+// connectionExplainer is a store that can say why it cannot connect (outbox/pgstore's
+// explain.go): refused, wrong host, wrong credentials, missing database.
+type connectionExplainer interface{ Explain(error) string }
+
+// storageError is err as the operator needs it: the store's diagnosis where it has one.
+// pgx errors name host, user and database, never the password, so the plain error is
+// safe to show too.
+func (a *App) storageError(err error) string {
+	if e, ok := a.store.(connectionExplainer); ok {
+		if why := e.Explain(err); why != "" {
+			return why
+		}
+	}
+	return err.Error()
+}
+
+// checkStorageAtStart tries PostgreSQL once, in the background, and logs one warning with
+// the cause if it does not answer. The store is opened lazily (loadStore) so that Caddy
+// starts and spools while the database is down; without this check a wrong DSN would
+// show only as the worker's repeated errors. Health answers 503 until the store connects.
+func (a *App) checkStorageAtStart() {
+	if a.storage.Driver != DriverPostgres {
+		return
+	}
+	ctx, store := a.ctx, a.store
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, startupPingTimeout)
+		defer cancel()
+		err := store.Ping(pctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		a.logger.Warn("PostgreSQL is not reachable at start-up; submissions go to the spool (503 with the spool off) and health answers 503 until it connects",
+			zap.String("storage", a.storage.describe()),
+			zap.String("cause", a.storageError(err)))
+	}()
 }

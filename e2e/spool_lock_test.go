@@ -61,3 +61,29 @@ func TestSecondCaddyOnOneSpoolDirectoryRefusesToStart(t *testing.T) {
 		t.Fatalf("post to the Caddy that took the spool over: %d %v", resp.StatusCode, answer)
 	}
 }
+
+// `caddy validate` and `caddy adapt --validate` provision the config without starting it,
+// so they must pass next to a running Caddy that holds the spool directory's lock: an
+// operator checks the config they are about to reload into that very Caddy.
+func TestValidateAndAdaptSucceedWhileCaddyRuns(t *testing.T) {
+	spoolDir := filepath.Join(t.TempDir(), "shared-spool")
+	a := newCaddy(t, caddyOpts{Caddyfile: fmt.Sprintf(spoolLockCaddyfile, spoolDir)})
+	for _, args := range [][]string{
+		{"validate", "--config", a.config, "--adapter", "caddyfile"},
+		{"adapt", "--config", a.config, "--adapter", "caddyfile", "--validate"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, caddyBin, args...)
+		cmd.Dir = a.dir
+		cmd.Env = append(os.Environ(), "HOME="+a.dir, "XDG_DATA_HOME="+filepath.Join(a.dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(a.dir, "config"))
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Errorf("caddy %s next to the running Caddy: %v\n%s", args[0], err, out)
+		}
+	}
+	// The running Caddy still owns its spool: posting works after both commands ran.
+	if resp, answer := postJSON(t, a, `{"message":"after validate"}`, nil); resp.StatusCode != 200 || answer["id"] == nil {
+		t.Fatalf("post after validate: %d %v", resp.StatusCode, answer)
+	}
+}

@@ -22,6 +22,14 @@ func normaliseOrigin(s string) (string, error) {
 	return originOf(u), nil
 }
 
+// CheckOrigin reports what is wrong with s as an allowed_origins entry, quoting it. The
+// Caddyfile parser (caddyfile_defences.go) runs it on each entry so the error names the
+// line; Provision checks the same through normaliseOrigin.
+func CheckOrigin(s string) error {
+	_, err := normaliseOrigin(s)
+	return err
+}
+
 // originOf is scheme://host[:port] of an absolute URL, lower case, default port dropped.
 func originOf(u *url.URL) string {
 	host := strings.ToLower(u.Host)

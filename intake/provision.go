@@ -83,21 +83,18 @@ func (c *Config) Provision() error {
 func (c *Config) provisionFields() error {
 	seen := map[string]bool{}
 	for i, f := range c.Fields {
-		switch {
-		case strings.TrimSpace(f.Name) == "":
+		if strings.TrimSpace(f.Name) == "" {
+			// The position is all a JSON config has to point at a nameless field.
 			return fmt.Errorf("field %d: name is empty", i+1)
-		case hasControl(f.Name) || len(f.Name) > MaxFieldNameLength:
-			return fmt.Errorf("field %q: not a plain field name", f.Name)
-		case strings.HasPrefix(f.Name, "_"):
-			// Underscore names are instructions to the service and never reach Data,
-			// so a spec for one could never be satisfied.
-			return fmt.Errorf("field %q: names starting with _ are reserved", f.Name)
+		}
+		if err := f.Check(); err != nil {
+			return err
+		}
+		switch {
 		case f.Name == c.Honeypot:
 			return fmt.Errorf("field %q: is the honeypot", f.Name)
 		case seen[f.Name]:
 			return fmt.Errorf("field %q: listed twice", f.Name)
-		case f.MaxLength < 0:
-			return fmt.Errorf("field %q: max_length must not be negative", f.Name)
 		case f.MaxLength > c.MaxFieldLength:
 			return fmt.Errorf("field %q: max_length %d is above max_field_length %d, the limit of any one value; raise max_field_length or lower max_length",
 				f.Name, f.MaxLength, c.MaxFieldLength)

@@ -90,21 +90,48 @@ func validNumber(s string) bool {
 	return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && !strings.ContainsAny(s, "xX_")
 }
 
-// provisionFieldChecks compiles patterns (anchored to the whole value) and checks the
-// numbers of the field spec.
+// Check reports what is wrong with one field spec on its own (its name, lengths and
+// pattern), quoting the spec as written. Provision runs it for every field; the Caddyfile
+// parser (caddyfile.go) runs it on each field line so the error names that line.
+func (f FieldSpec) Check() error {
+	switch {
+	case strings.TrimSpace(f.Name) == "":
+		return fmt.Errorf("field name is empty")
+	case hasControl(f.Name) || len(f.Name) > MaxFieldNameLength:
+		return fmt.Errorf("field %q: not a plain field name", f.Name)
+	case strings.HasPrefix(f.Name, "_"):
+		// Underscore names are instructions to the service and never reach Data, so a
+		// spec for one could never be satisfied.
+		return fmt.Errorf("field %q: names starting with _ are reserved", f.Name)
+	case f.MaxLength < 0:
+		return fmt.Errorf("field %q: max_length must not be negative", f.Name)
+	case f.MinLength < 0:
+		return fmt.Errorf("field %q: min_length must not be negative", f.Name)
+	case f.MaxLength > 0 && f.MinLength > f.MaxLength:
+		return fmt.Errorf("field %q: min_length %d is above max_length %d", f.Name, f.MinLength, f.MaxLength)
+	}
+	if f.Pattern != "" {
+		// The pattern alone, not the anchored form compiled below: the error then quotes
+		// what the user wrote, and a pattern like `a)|(b` that only parses once wrapped
+		// is refused instead of silently matching something else.
+		if _, err := regexp.Compile(f.Pattern); err != nil {
+			return fmt.Errorf("field %q: pattern %q is not a valid regular expression: %s",
+				f.Name, f.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	}
+	return nil
+}
+
+// provisionFieldChecks compiles patterns, anchored to the whole value. Check has already
+// refused a pattern that does not compile on its own, and wrapping a valid expression in
+// a non-capturing group keeps it valid.
 func (c *Config) provisionFieldChecks() error {
 	for i := range c.Fields {
 		f := &c.Fields[i]
-		if f.MinLength < 0 {
-			return fmt.Errorf("field %q: min_length must not be negative", f.Name)
-		}
-		if f.MaxLength > 0 && f.MinLength > f.MaxLength {
-			return fmt.Errorf("field %q: min_length is above max_length", f.Name)
-		}
 		if f.Pattern != "" {
 			re, err := regexp.Compile(`^(?:` + f.Pattern + `)$`)
 			if err != nil {
-				return fmt.Errorf("field %q: pattern: %w", f.Name, err)
+				return fmt.Errorf("field %q: pattern %q: %w", f.Name, f.Pattern, err)
 			}
 			f.pattern = re
 		}

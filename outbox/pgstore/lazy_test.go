@@ -10,13 +10,20 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
-func TestLazyOpenSucceedsWhileTheServerIsDown(t *testing.T) {
+// closedAddr is a loopback address nothing listens on any more.
+func closedAddr(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	l.Close()
+	return addr
+}
+
+func TestLazyOpenSucceedsWhileTheServerIsDown(t *testing.T) {
+	addr := closedAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := pgstore.Open(ctx, pgstore.Config{DSN: "postgres://u@" + addr + "/db?sslmode=disable&connect_timeout=2", Lazy: true})

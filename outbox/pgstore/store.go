@@ -51,6 +51,8 @@ type Store struct {
 	onListening func()
 
 	lazy lazyMigration // Config.Lazy
+
+	target target // for Explain (explain.go)
 }
 
 // Open connects, creates the schema if needed and applies pending migrations under an
@@ -65,7 +67,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// ones opened after a reconnect; the schema need not exist yet.
 		pcfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
 	}
-	s := &Store{schema: cfg.Schema, channel: channelName(cfg.Schema)}
+	cc := pcfg.ConnConfig
+	s := &Store{schema: cfg.Schema, channel: channelName(cfg.Schema),
+		target: target{host: cc.Host, port: cc.Port, database: cc.Database, user: cc.User}}
 	if cfg.Lazy {
 		pcfg.AfterConnect = s.migrateFirstConn
 	}
