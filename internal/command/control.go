@@ -12,21 +12,25 @@ import (
 func retryCommand() *cobra.Command {
 	return controlCommand("retry DELIVERY_ID", "Makes a dead or failed delivery pending again", `
 Makes the dead or failed delivery DELIVERY_ID (as 'list --deliveries' prints it)
-pending again; the worker then sends it on its next pass.`,
+pending again, with a fresh attempt budget and its history kept. Fix the cause first
+(a receiver's URL, a provider's quota).`,
 		func(id string) (string, string) { return http.MethodPost, "deliveries/" + id + "/retry" })
 }
 
 func releaseCommand() *cobra.Command {
 	return controlCommand("release SUBMISSION_ID", "Accepts a quarantined or spam submission and sends it", `
-Accepts the quarantined or spam submission SUBMISSION_ID, so that its deliveries
-are sent.`,
+Accepts the quarantined or spam submission SUBMISSION_ID: it becomes accepted and
+its skipped deliveries become pending; a submission.released event records what it
+was before.`,
 		func(id string) (string, string) { return http.MethodPost, "submissions/" + id + "/release" })
 }
 
 func deleteCommand() *cobra.Command {
 	return controlCommand("delete SUBMISSION_ID", "Erases a submission and its deliveries (erasure request)", `
-Erases the submission SUBMISSION_ID and its deliveries from the database, for an
-erasure request.`,
+Erases the submission SUBMISSION_ID, its deliveries and their attempts in one
+transaction, for an erasure request; a submission.erased event keeps only the id and
+the form name. Copies already delivered (mailboxes, webhook receivers) are not
+touched.`,
 		func(id string) (string, string) { return http.MethodDelete, "submissions/" + id })
 }
 
