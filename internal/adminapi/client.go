@@ -110,7 +110,7 @@ func (c *Client) Open(ctx context.Context, method, path string, q url.Values) (i
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("admin request %s %s: %w", method, Prefix+path, err)
+		return nil, fmt.Errorf("form_outbox admin API: %w", err)
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()

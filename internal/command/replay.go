@@ -16,13 +16,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/sqlitestore"
 )
 
-// The --storage names of the offline replay, the same words as the Caddyfile's
-// `storage sqlite PATH` and `storage postgres DSN` (storage.go in the repository root).
-const (
-	storageSQLite   = "sqlite"
-	storagePostgres = "postgres"
-)
-
 func replayCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay [--spool DIR --storage sqlite PATH | --storage postgres DSN]",
@@ -55,7 +48,7 @@ func runReplay(e *env, args []string) error {
 		return call(e, http.MethodPost, "spool/replay", nil, printReplay)
 	}
 	driver, _ := e.cmd.Flags().GetString("storage")
-	if dir == "" || len(args) != 1 || (driver != storageSQLite && driver != storagePostgres) {
+	if dir == "" || len(args) != 1 || (driver != sqlitestore.Name && driver != pgstore.Name) {
 		return fmt.Errorf("replay --spool DIR needs --storage sqlite PATH or --storage postgres DSN")
 	}
 	return replayOffline(e.cmd.Context(), dir, driver, args[0], e.out)
@@ -66,7 +59,7 @@ func runReplay(e *env, args []string) error {
 func replayOffline(ctx context.Context, dir, driver, target string, out io.Writer) error {
 	var store outbox.Store
 	var err error
-	if driver == storageSQLite {
+	if driver == sqlitestore.Name {
 		store, err = sqlitestore.Open(ctx, target)
 	} else {
 		store, err = pgstore.Open(ctx, pgstore.Config{DSN: target})
