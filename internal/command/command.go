@@ -122,8 +122,11 @@ func (e *env) client() (*adminapi.Client, error) {
 		return nil, fmt.Errorf("admin address: %w", err)
 	}
 	na, err := caddy.ParseNetworkAddress(addr)
-	if err != nil || na.PortRangeSize() > 1 {
-		return nil, fmt.Errorf("invalid admin address %s: %v", addr, err)
+	if err != nil {
+		return nil, fmt.Errorf("invalid admin address %s: %w", addr, err)
+	}
+	if na.PortRangeSize() > 1 {
+		return nil, fmt.Errorf("invalid admin address %s: a port range, want one port", addr)
 	}
 	host := na.JoinHostPort(0)
 	if na.IsUnixNetwork() {

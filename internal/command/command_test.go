@@ -258,3 +258,11 @@ func TestOutputAndErrorsAreEscaped(t *testing.T) {
 		t.Errorf("escaped error %v no longer unwraps to the API's 409", err)
 	}
 }
+
+// An admin address that names no single endpoint is refused before anything is sent.
+func TestInvalidAdminAddress(t *testing.T) {
+	_, err := form(t, "127.0.0.1:2019-2021", "status")
+	if err == nil || err.Error() != "invalid admin address 127.0.0.1:2019-2021: a port range, want one port" {
+		t.Errorf("err %v", err)
+	}
+}
