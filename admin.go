@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/google/uuid"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -19,7 +20,7 @@ func init() {
 }
 
 // adminPrefix is where the routes live on Caddy's admin endpoint.
-const adminPrefix = "/form_outbox/"
+const adminPrefix = adminapi.Prefix
 
 // running is the App of the running config. Caddy provisions admin modules before apps
 // and starts a reload's new App before it stops the old one, so the admin API looks the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -18,50 +19,17 @@ const healthTimeout = 2 * time.Second
 // reports the worker stuck.
 const staleTicks = 3
 
-// Health is the body of GET /form_outbox/health.
-type Health struct {
-	Status   string        `json:"status"` // "ok" or "unhealthy"
-	Problems []string      `json:"problems,omitempty"`
-	Storage  storageHealth `json:"storage"`
-	Worker   workerHealth  `json:"worker"`
-	Outbox   *outboxHealth `json:"outbox,omitempty"` // absent when storage is unreachable
-	Spool    *SpoolHealth  `json:"spool,omitempty"`
-}
-
-type storageHealth struct {
-	Driver    string  `json:"driver"`
-	Reachable bool    `json:"reachable"`
-	LatencyMS float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
-}
-
-type workerHealth struct {
-	// Disabled is `worker off`: not running is then the configuration, not a problem.
-	Disabled            bool       `json:"disabled,omitempty"`
-	Running             bool       `json:"running"`
-	Owner               string     `json:"owner"`
-	LastTick            *time.Time `json:"last_tick,omitempty"`
-	SinceLastTickSecs   float64    `json:"since_last_tick_seconds"`
-	PollIntervalSeconds float64    `json:"poll_interval_seconds"`
-}
-
-type outboxHealth struct {
-	Backlog          int64   `json:"backlog"`
-	Due              int64   `json:"due"`
-	OldestDueSeconds float64 `json:"oldest_due_seconds"`
-	Dead             int64   `json:"dead"`
-}
+// Health is the body of GET /form_outbox/health (internal/adminapi/views.go).
+type Health = adminapi.Health
 
 // SpoolHealth is the spool's part of the health body.
-type SpoolHealth struct {
-	Enabled bool  `json:"enabled"`
-	Depth   int64 `json:"depth"`
-	// OldestAgeSeconds is how long the oldest spooled submission has waited for the store.
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
-	Error            string  `json:"error,omitempty"`
-	// Healthy false turns the whole answer into 503.
-	Healthy bool `json:"healthy"`
-}
+type SpoolHealth = adminapi.SpoolHealth
+
+type (
+	storageHealth = adminapi.StorageHealth
+	workerHealth  = adminapi.WorkerHealth
+	outboxHealth  = adminapi.OutboxHealth
+)
 
 // health checks storage (ping latency), the worker (alive and passing at least every
 // staleTicks poll intervals) and reads the live outbox numbers.

@@ -16,16 +16,6 @@ func init() {
 // adminReplayTimeout bounds one manual pass; the background replayer finishes the rest.
 const adminReplayTimeout = 2 * time.Minute
 
-// replayAnswer is the JSON answer of POST /form_outbox/spool/replay.
-type replayAnswer struct {
-	Stored     int    `json:"stored"`
-	Duplicates int    `json:"duplicates"`
-	Segments   int    `json:"segments"`
-	Corrupt    int    `json:"corrupt"`
-	Remaining  int    `json:"remaining"`
-	Error      string `json:"error,omitempty"`
-}
-
 // serveSpoolReplay runs one replay pass now instead of waiting for the replayer's tick.
 // A pass stopped by the store answers 503 with what it did so far and the error.
 func serveSpoolReplay(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {

@@ -37,16 +37,6 @@ type suppressionView struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
-type feedbackView struct {
-	Source            string    `json:"source"`
-	Kind              string    `json:"kind"`
-	BounceType        string    `json:"bounce_type,omitempty"`
-	Diagnostic        string    `json:"diagnostic,omitempty"`
-	ProviderMessageID string    `json:"provider_message_id,omitempty"`
-	OccurredAt        time.Time `json:"occurred_at"`
-	ReceivedAt        time.Time `json:"received_at"`
-}
-
 // addFeedback fills a delivery view's post-send feedback, when the store keeps any.
 func (a *App) addFeedback(ctx context.Context, dv *deliveryView) error {
 	fs := a.feedbackStore()
@@ -62,8 +52,9 @@ func (a *App) addFeedback(ctx context.Context, dv *deliveryView) error {
 		return storeError(err)
 	}
 	for _, f := range list {
-		dv.Feedback = append(dv.Feedback, feedbackView{f.Source, string(f.Kind), f.BounceType, f.Diagnostic,
-			f.ProviderMessageID, f.OccurredAt, f.ReceivedAt})
+		dv.Feedback = append(dv.Feedback, feedbackView{Source: f.Source, Kind: string(f.Kind),
+			BounceType: f.BounceType, Diagnostic: f.Diagnostic, ProviderMessageID: f.ProviderMessageID,
+			OccurredAt: f.OccurredAt, ReceivedAt: f.ReceivedAt})
 	}
 	return nil
 }

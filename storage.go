@@ -16,8 +16,8 @@ import (
 
 // Storage drivers.
 const (
-	DriverSQLite   = "sqlite"
-	DriverPostgres = "postgres"
+	DriverSQLite   = sqlitestore.Name
+	DriverPostgres = pgstore.Name
 )
 
 // StorageConfig selects the database. The JSON twin of `storage sqlite [PATH]` and

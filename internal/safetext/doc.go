@@ -4,5 +4,5 @@
 // window, rewrite what is on screen or, on some terminals, answer back with input).
 // Submissions are written by anyone on the internet, so both must treat every stored
 // string as hostile. The package knows nothing of Caddy or the outbox; admin_export.go
-// and cli.go in the repository root use it.
+// in the repository root and internal/command use it.
 package safetext

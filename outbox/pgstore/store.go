@@ -17,6 +17,10 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
+// Name is this store's name where a user picks one: the Caddyfile's `storage postgres
+// DSN` and `caddy form-outbox replay --storage postgres DSN`.
+const Name = "postgres"
+
 // Config says where the outbox lives.
 type Config struct {
 	// DSN is a libpq-style URL or key=value string.

@@ -27,6 +27,10 @@ import (
 // Within this process writes are serialized before they reach SQLite.
 const busyTimeoutMS = 10000
 
+// Name is this store's name where a user picks one: the Caddyfile's `storage sqlite
+// PATH` and `caddy form-outbox replay --storage sqlite PATH`.
+const Name = "sqlite"
+
 // readConns is the size of the read pool; WAL lets them run beside the writer.
 const readConns = 4
 
