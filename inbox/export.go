@@ -13,10 +13,31 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// exportColumns are the CSV columns, the same as the admin API's export
-// (admin_export.go): forms differ in their fields, so the fields travel as one JSON
-// object in the visitor's order in the data column.
-var exportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "data"}
+// ExportColumns are the CSV columns of every export (the inbox's and the admin API's,
+// admin_export.go). Forms differ in their fields and a stream cannot know every field
+// name before the last row, so the fields travel as one JSON object (in the visitor's
+// order) in the data column.
+var ExportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "data"}
+
+// CSVExport writes ExportColumns to bw, then returns a func writing one row per
+// submission and one flushing everything written so far (the CSV writer, then bw).
+func CSVExport(bw *bufio.Writer) (write func(*outbox.Submission) error, flush func() error) {
+	cw := csv.NewWriter(bw)
+	_ = cw.Write(ExportColumns) // a failed write surfaces in cw.Error at the first row
+	write = func(s *outbox.Submission) error {
+		_ = cw.Write([]string{s.ID.String(), s.CreatedAt.Format(time.RFC3339Nano), s.Form, string(s.Status),
+			s.Reason, strconv.FormatBool(s.Test), s.Meta.Origin, string(s.Data.AppendJSON(nil))})
+		return cw.Error()
+	}
+	flush = func() error {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	return write, flush
+}
 
 // exportRow is one NDJSON line.
 type exportRow struct {
@@ -52,20 +73,7 @@ func (h *Handler) export(rq *request) {
 	if format == "csv" {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="submissions-`+stamp+`.csv"`)
-		cw := csv.NewWriter(bw)
-		_ = cw.Write(exportColumns) // a failed write surfaces in cw.Error below
-		write = func(s *outbox.Submission) error {
-			cw.Write([]string{s.ID.String(), s.CreatedAt.Format(time.RFC3339Nano), s.Form, string(s.Status),
-				s.Reason, strconv.FormatBool(s.Test), s.Meta.Origin, string(s.Data.AppendJSON(nil))})
-			return cw.Error()
-		}
-		flush = func() error {
-			cw.Flush()
-			if err := cw.Error(); err != nil {
-				return err
-			}
-			return bw.Flush()
-		}
+		write, flush = CSVExport(bw)
 	} else {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Header().Set("Content-Disposition", `attachment; filename="submissions-`+stamp+`.ndjson"`)

@@ -313,7 +313,7 @@ func TestExportStreamsTheFilter(t *testing.T) {
 		t.Fatalf("export: %d %v", w.Code, w.Header())
 	}
 	lines := strings.Split(strings.TrimSpace(w.Body.String()), "\n")
-	if len(lines) != 2 || lines[0] != strings.Join(exportColumns, ",") || !strings.HasPrefix(lines[1], a.ID.String()+",") {
+	if len(lines) != 2 || lines[0] != strings.Join(ExportColumns, ",") || !strings.HasPrefix(lines[1], a.ID.String()+",") {
 		t.Errorf("csv = %q", w.Body.String())
 	}
 	w = f.do("POST", "/inbox/export", post("format", "ndjson"), nil)
