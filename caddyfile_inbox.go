@@ -2,6 +2,7 @@ package formoutbox
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -114,3 +115,17 @@ func (ih *InboxHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 var _ caddyfile.Unmarshaler = (*InboxHandler)(nil)
+
+// parseInboxURL reads the global `inbox_url URL`: an absolute http(s) URL, since it
+// goes into emails read far from this server.
+func parseInboxURL(d *caddyfile.Dispenser) (string, error) {
+	v, err := singleArg(d)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", d.Errf("inbox_url %q: want an absolute http(s) URL without query, such as https://example.com/inbox", v)
+	}
+	return strings.TrimRight(v, "/"), nil
+}

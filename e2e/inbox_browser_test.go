@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,7 @@ const inboxCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
 		storage {{STORAGE}}
+		inbox_url http://127.0.0.1:{{HTTP}}/inbox
 		worker {
 			poll_interval 1s
 		}
@@ -107,6 +109,9 @@ func testInbox(t *testing.T, storage, hash string, screenshots bool) {
 	}
 	p.waitDelivery(t, xss, "sent")
 	hook.status.Store(http.StatusOK)
+	if !mailLinks(t, filepath.Join(p.dir, "mail"), p.URL("/inbox/submissions/"+xss)) {
+		t.Errorf("no notification email links to %s", p.URL("/inbox/submissions/"+xss))
+	}
 
 	ctx := browsertest.New(t, browsertest.Options{Timeout: 2 * time.Minute})
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+inboxPassword))
@@ -268,6 +273,26 @@ func inboxReq(t *testing.T, method, u string, body *strings.Reader) *http.Reques
 		t.Fatal(err)
 	}
 	return req
+}
+
+// mailLinks reports whether an .eml file in dir holds link (quoted-printable soft line
+// breaks undone).
+func mailLinks(t *testing.T, dir, link string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.eml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.NewReplacer("=\r\n", "", "=\n", "", "=3D", "=").Replace(string(b)), link) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitUp waits until Caddy answers on its HTTP port.
