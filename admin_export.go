@@ -2,26 +2,17 @@ package formoutbox
 
 import (
 	"bufio"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
+	"github.com/formoutbox/caddy-form-outbox/inbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
-
-// exportColumns are the CSV columns. Forms differ in their fields and a stream cannot
-// know every field name before the last row, so the fields travel as one JSON object
-// (in the visitor's order) in the data column. The client IP stays out (it may be the
-// address itself, see intake/meta.go, and a spreadsheet travels further than the
-// database); the NDJSON export carries it.
-var exportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "referer", "user_agent", "data"}
 
 // serveExport streams matching submissions as NDJSON (default) or CSV, newest first. The
 // store is read a page at a time and the writer flushes as it goes, so neither Caddy nor
@@ -55,29 +46,8 @@ func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) er
 	if format == "csv" {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="form_outbox.csv"`)
-		cw := csv.NewWriter(bw)
-		if err := cw.Write(exportColumns); err != nil {
-			return err
-		}
-		write = func(s *outbox.Submission) error {
-			data, err := json.Marshal(s.Data)
-			if err != nil {
-				return err
-			}
-			// Every cell, not only the visitor's: a spreadsheet runs a formula wherever it
-			// finds one, and a column that cannot start with one today is cheap to guard.
-			cw.Write(safetext.CSVRecord([]string{s.ID.String(), s.CreatedAt.Format(time.RFC3339Nano), s.Form,
-				string(s.Status), s.Reason, strconv.FormatBool(s.Test), s.Meta.Origin, s.Meta.Referer,
-				s.Meta.UserAgent, string(data)}))
-			return cw.Error()
-		}
-		flush = func() error {
-			cw.Flush()
-			if err := cw.Error(); err != nil {
-				return err
-			}
-			return bw.Flush()
-		}
+		// The same columns as the inbox's export: one owner for the format.
+		write, flush = inbox.CSVExport(bw)
 	} else {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Header().Set("Content-Disposition", `attachment; filename="form_outbox.ndjson"`)

@@ -49,6 +49,9 @@ type App struct {
 	// Retention prunes submissions older than this whose deliveries are all finished
 	// (app_ops.go). Default 0: keep everything.
 	Retention caddy.Duration `json:"retention,omitempty"`
+	// InboxURL is where operators open the inbox (form_outbox_inbox), e.g.
+	// https://example.com/inbox: notification emails link to the submission under it.
+	InboxURL string `json:"inbox_url,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger

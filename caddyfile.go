@@ -48,6 +48,7 @@ import (
 //		}
 //		spool DIR | off | always [DIR]         # see parseSpool
 //		retention DURATION                     # e.g. 365d; see parseRetention
+//		inbox_url URL                          # emails link to the submission in the inbox
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
@@ -84,6 +85,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Spool, err = parseSpool(d)
 		case "retention":
 			a.Retention, err = parseRetention(d)
+		case "inbox_url":
+			a.InboxURL, err = parseInboxURL(d)
 		default:
 			err = d.Errf("unknown option %q", d.Val())
 		}
@@ -211,6 +214,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		 max_unknown_fields, max_unknown_length, dedupe; see unmarshalDefence)
 //		notify email ADDRESS... {
 //			subject TEMPLATE                   # {field.NAME} is replaced by that field
+//			content full|link                  # link: form, id and inbox link only (needs inbox_url)
 //		}
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
@@ -390,6 +394,15 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, err
 				}
 				r.Subject = s
+			case "content":
+				s, err := singleArg(d)
+				if err != nil {
+					return r, err
+				}
+				if s != intake.ContentFull && s != intake.ContentLink {
+					return r, d.Errf("notify email: content %q: want full or link", s)
+				}
+				r.Content = s
 			default:
 				return r, d.Errf("notify email: unknown option %q", opt)
 			}

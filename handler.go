@@ -44,6 +44,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.app = appVal.(*App)
 
 	h.IPHashKey = h.app.ipHashKey
+	h.InboxURL = h.app.InboxURL
 	h.ClientIP = caddyClientIP
 	h.EmailAttempts, h.WebhookAttempts = h.app.attempts()
 

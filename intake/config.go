@@ -111,6 +111,9 @@ type Config struct {
 	// a random per-process key when it is empty (hashes then differ across restarts).
 	// Set it before Provision: the hashes use the key Provision saw.
 	IPHashKey []byte `json:"-"`
+	// InboxURL is the operator's inbox (the App's inbox_url): emails link to the
+	// submission's page under it. Empty: no link.
+	InboxURL string `json:"-"`
 	// ClientIP, when set, returns the client address (e.g. Caddy's trusted-proxy aware
 	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
 	ClientIP func(*http.Request) string `json:"-"`
@@ -157,6 +160,10 @@ type Route struct {
 	URL string `json:"url,omitempty"`
 	// Subject is the email subject template; {field.NAME} is replaced by that field.
 	Subject string `json:"subject,omitempty"`
+	// Content is what the email holds: ContentFull (default: every field) or ContentLink
+	// (the form, the id and the inbox link only, for operators who keep visitor data
+	// out of mailboxes; needs InboxURL).
+	Content string `json:"content,omitempty"`
 	// Secret signs webhooks (whsec_...); never stored in payloads or logged.
 	Secret string `json:"secret,omitempty"`
 	// Headers are extra HTTP headers sent with every webhook of this route (channel
@@ -166,3 +173,9 @@ type Route struct {
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 }
+
+// Email contents of a route (Route.Content).
+const (
+	ContentFull = "full"
+	ContentLink = "link"
+)

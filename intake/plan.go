@@ -20,19 +20,30 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 	// The email bodies and the webhook body are the same for every route, the subject
 	// for every recipient of a route: each is rendered once.
 	var text, html string
+	var link *outbox.Payload // the link-only email, rendered once
 	var hookBody json.RawMessage
 	var out []outbox.Delivery
+	var err error
 	for _, route := range c.Routes {
 		var recipients []string
 		var base outbox.Payload
 		switch route.Channel {
 		case outbox.ChannelEmail:
 			recipients = route.To
+			if route.Content == ContentLink {
+				if link == nil {
+					if link, err = c.linkEmail(sub); err != nil {
+						return nil, err
+					}
+				}
+				base = *link
+				break
+			}
 			if text == "" {
 				inBody := replyToInBody(replyTo, sub.Data)
-				text = emailText(c.Form, sub, inBody)
-				var err error
-				if html, err = emailHTML(c.Form, sub, inBody); err != nil {
+				link := c.inboxLink(sub)
+				text = emailText(c.Form, sub, inBody, link)
+				if html, err = emailHTML(c.Form, sub, inBody, link); err != nil {
 					return nil, err
 				}
 			}

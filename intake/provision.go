@@ -60,6 +60,17 @@ func (c *Config) Provision() error {
 			return fmt.Errorf("intake: form %s: redirect: %w", c.Form, err)
 		}
 	}
+	for _, r := range c.Routes {
+		switch r.Content {
+		case "", ContentFull:
+		case ContentLink:
+			if c.InboxURL == "" {
+				return fmt.Errorf("intake: form %s: route %s: content link needs inbox_url in the form_outbox global options", c.Form, r.Name)
+			}
+		default:
+			return fmt.Errorf("intake: form %s: route %s: content %q: want full or link", c.Form, r.Name, r.Content)
+		}
+	}
 	if err := c.provisionFields(); err != nil {
 		return fmt.Errorf("intake: form %s: %w", c.Form, err)
 	}

@@ -55,8 +55,9 @@ func replyToInBody(replyTo string, data outbox.Fields) string {
 
 // emailText lists the fields in form order, one "name: value" line each; continuation
 // lines of multi-line values are indented so they cannot pass for another field.
-// replyTo, when not empty, is listed after the fields (see replyToInBody).
-func emailText(form string, sub *outbox.Submission, replyTo string) string {
+// replyTo, when not empty, is listed after the fields (see replyToInBody); link, when
+// not empty, is the submission's page in the inbox.
+func emailText(form string, sub *outbox.Submission, replyTo, link string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "New submission to form %s\n\n", form)
 	for _, f := range sub.Data {
@@ -66,7 +67,43 @@ func emailText(form string, sub *outbox.Submission, replyTo string) string {
 		fmt.Fprintf(&b, "\nReply to: %s\n", replyTo)
 	}
 	fmt.Fprintf(&b, "\nSubmission: %s\nReceived: %s\n", sub.ID, sub.CreatedAt.UTC().Format(time.RFC3339))
+	if link != "" {
+		fmt.Fprintf(&b, "Open in the inbox: %s\n", link)
+	}
 	return b.String()
+}
+
+// inboxLink is the submission's page in the operator's inbox ("" without inbox_url).
+func (c *Config) inboxLink(sub *outbox.Submission) string {
+	if c.InboxURL == "" {
+		return ""
+	}
+	return strings.TrimRight(c.InboxURL, "/") + "/submissions/" + sub.ID.String()
+}
+
+// linkEmailTemplate is the link-only email: the form, the id and the link, nothing the
+// visitor typed.
+var linkEmailTemplate = template.Must(template.New("link").Parse(`<!DOCTYPE html>
+<html><body style="font-family:sans-serif">
+<p>New submission to form <strong>{{.Form}}</strong></p>
+<p><a href="{{.Link}}">Open it in the inbox</a></p>
+<p style="color:#666">Submission {{.ID}}<br>Received {{.Received}}</p>
+</body></html>
+`))
+
+// linkEmail renders a `content link` route's email. It has no Reply-To and the default
+// subject: the visitor's address and a subject template's fields are visitor data too.
+func (c *Config) linkEmail(sub *outbox.Submission) (*outbox.Payload, error) {
+	link := c.inboxLink(sub)
+	received := sub.CreatedAt.UTC().Format(time.RFC3339)
+	var b bytes.Buffer
+	if err := linkEmailTemplate.Execute(&b, map[string]any{"Form": c.Form, "Link": link, "ID": sub.ID.String(), "Received": received}); err != nil {
+		return nil, fmt.Errorf("render link email: %w", err)
+	}
+	text := fmt.Sprintf("New submission to form %s\n\nOpen it in the inbox: %s\n\nSubmission: %s\nReceived: %s\n",
+		c.Form, link, sub.ID, received)
+	return &outbox.Payload{Subject: truncateRunes(singleLine("New submission to form "+c.Form), maxSubjectLength),
+		Text: text, HTML: b.String()}, nil
 }
 
 // emailHTMLTemplate escapes every visitor value (html/template): a submitted <script>
@@ -83,10 +120,13 @@ var emailHTMLTemplate = template.Must(template.New("email").Parse(`<!DOCTYPE htm
 <p>Reply to: <a href="mailto:{{.}}">{{.}}</a></p>
 {{- end}}
 <p style="color:#666">Submission {{.ID}}<br>Received {{.Received}}</p>
+{{- with .Link}}
+<p><a href="{{.}}">Open in the inbox</a></p>
+{{- end}}
 </body></html>
 `))
 
-func emailHTML(form string, sub *outbox.Submission, replyTo string) (string, error) {
+func emailHTML(form string, sub *outbox.Submission, replyTo, link string) (string, error) {
 	var b bytes.Buffer
 	err := emailHTMLTemplate.Execute(&b, map[string]any{
 		"Form":     form,
@@ -94,6 +134,7 @@ func emailHTML(form string, sub *outbox.Submission, replyTo string) (string, err
 		"Data":     sub.Data,
 		"ID":       sub.ID.String(),
 		"Received": sub.CreatedAt.UTC().Format(time.RFC3339),
+		"Link":     link,
 	})
 	if err != nil {
 		return "", fmt.Errorf("render email html: %w", err)

@@ -89,7 +89,8 @@ func New(t testing.TB, o Options) context.Context {
 // pictures and for looking at a failure).
 func Screenshot(t testing.TB, ctx context.Context, path string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	// Quality 100 is what makes Chromium encode PNG; any other value gives JPEG.
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -15,46 +14,9 @@ import (
 )
 
 // ListSubmissions pages through submissions newest first with a keyset cursor, so a deep
-// page costs what the first one does.
+// page costs what the first one does (SearchSubmissions, inbox.go, runs the query).
 func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) ([]outbox.Submission, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("list submissions: %w", err)
-	}
-	limit := outbox.PageLimit(f.Limit)
-	var q query
-	if f.Form != "" {
-		q.where("form = $?", f.Form)
-	}
-	if f.Status != "" {
-		q.where("status = $?", string(f.Status))
-	}
-	if !f.Since.IsZero() {
-		q.where("created_at >= $?", f.Since)
-	}
-	if !f.Until.IsZero() {
-		q.where("created_at < $?", f.Until)
-	}
-	if !cur.IsZero() {
-		q.where("(created_at, id) < ($?, $?)", cur.At, cur.ID)
-	}
-	sql, args := q.build(`SELECT `+submissionSelect+` FROM submissions`, `ORDER BY created_at DESC, id DESC`, limit+1)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list submissions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outbox.Submission, error) {
-		sub, err := scanSubmission(r)
-		if err != nil {
-			return outbox.Submission{}, err
-		}
-		return *sub, nil
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("list submissions: %w", err)
-	}
-	out, next := outbox.TrimPage(out, limit, outbox.SubmissionCursor)
-	return out, next, nil
+	return s.SearchSubmissions(ctx, f.InboxFilter())
 }
 
 // ListDeliveriesByStatus pages through deliveries of one status (or all), latest
@@ -108,69 +70,15 @@ func (q *query) build(head, order string, limit int) (string, []any) {
 	return fmt.Sprintf("%s %s LIMIT $%d", sql, order, len(args)), args
 }
 
-// ReleaseSubmission accepts a held-back submission and makes its skipped deliveries due.
-// The row lock taken by the UPDATE serializes concurrent releases.
+// ReleaseSubmission accepts a held-back submission and makes its skipped deliveries due
+// (Act, inbox.go, holds the one implementation).
 func (s *Store) ReleaseSubmission(ctx context.Context, id uuid.UUID, now time.Time) error {
-	now = orNow(now)
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var form, status, reason string
-		err := tx.QueryRow(ctx, `SELECT form, status, reason FROM submissions WHERE id = $1 FOR UPDATE`, id).
-			Scan(&form, &status, &reason)
-		if isNoRows(err) {
-			return outbox.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if status != string(outbox.SubmissionQuarantined) && status != string(outbox.SubmissionSpam) {
-			return outbox.ErrNotReleasable
-		}
-		if _, err := tx.Exec(ctx, `UPDATE submissions SET status = 'accepted', reason = '' WHERE id = $1`, id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-				next_attempt_at = $2, updated_at = $2
-			WHERE submission_id = $1 AND status = 'skipped'`, id, now); err != nil {
-			return err
-		}
-		data, err := json.Marshal(map[string]string{"form": form, "from_status": status, "reason": reason})
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO events (kind, submission_id, data, at) VALUES ($1, $2, $3, $4)`,
-			outbox.EventSubmissionReleased, id, string(data), now)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("release submission %s: %w", id, err)
-	}
-	return nil
+	return s.Act(ctx, outbox.Action{Kind: outbox.ActionRelease, SubmissionID: id, Now: now})
 }
 
 // DeleteSubmission erases a submission; deliveries and attempts go by cascade.
 func (s *Store) DeleteSubmission(ctx context.Context, id uuid.UUID, now time.Time) error {
-	now = orNow(now)
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var form string
-		err := tx.QueryRow(ctx, `DELETE FROM submissions WHERE id = $1 RETURNING form`, id).Scan(&form)
-		if isNoRows(err) {
-			return outbox.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(map[string]string{"form": form})
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO events (kind, submission_id, data, at) VALUES ($1, $2, $3, $4)`,
-			outbox.EventSubmissionErased, id, string(data), now)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("delete submission %s: %w", id, err)
-	}
-	return nil
+	return s.Act(ctx, outbox.Action{Kind: outbox.ActionErase, SubmissionID: id, Now: now})
 }
 
 // Stats reads the due and leased partial indexes and the status index.

@@ -180,27 +180,30 @@ func (s *Store) ListEvents(ctx context.Context, kind string, limit int) ([]outbo
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outbox.Event, error) {
-		var (
-			e        outbox.Event
-			sub, del *uuid.UUID
-			data     []byte
-		)
-		if err := r.Scan(&e.ID, &e.Kind, &sub, &del, &data, &e.At); err != nil {
-			return e, err
-		}
-		if sub != nil {
-			e.SubmissionID = *sub
-		}
-		if del != nil {
-			e.DeliveryID = *del
-		}
-		e.Data = json.RawMessage(data)
-		e.At = e.At.UTC()
-		return e, nil
-	})
+	out, err := pgx.CollectRows(rows, scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return out, nil
+}
+
+// scanEvent reads a row of id, kind, submission_id, delivery_id, data, at.
+func scanEvent(r pgx.CollectableRow) (outbox.Event, error) {
+	var (
+		e        outbox.Event
+		sub, del *uuid.UUID
+		data     []byte
+	)
+	if err := r.Scan(&e.ID, &e.Kind, &sub, &del, &data, &e.At); err != nil {
+		return e, err
+	}
+	if sub != nil {
+		e.SubmissionID = *sub
+	}
+	if del != nil {
+		e.DeliveryID = *del
+	}
+	e.Data = json.RawMessage(data)
+	e.At = e.At.UTC()
+	return e, nil
 }

@@ -3,8 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,57 +13,9 @@ import (
 )
 
 // ListSubmissions pages through submissions newest first with a keyset cursor, so a deep
-// page costs what the first one does.
+// page costs what the first one does (SearchSubmissions, inbox.go, runs the query).
 func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) ([]outbox.Submission, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("list submissions: %w", err)
-	}
-	limit := outbox.PageLimit(f.Limit)
-	var (
-		where []string
-		args  []any
-	)
-	if f.Form != "" {
-		where, args = append(where, "form = ?"), append(args, f.Form)
-	}
-	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(f.Status))
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, micros(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, micros(f.Until))
-	}
-	if !cur.IsZero() {
-		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
-		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
-	}
-	q := `SELECT ` + submissionSelect + ` FROM submissions`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list submissions: %w", err)
-	}
-	defer rows.Close()
-	var out []outbox.Submission
-	for rows.Next() {
-		sub, err := scanSubmission(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("list submissions: %w", err)
-		}
-		out = append(out, *sub)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list submissions: %w", err)
-	}
-	out, next := outbox.TrimPage(out, limit, outbox.SubmissionCursor)
-	return out, next, nil
+	return s.SearchSubmissions(ctx, f.InboxFilter())
 }
 
 // ListDeliveriesByStatus pages through deliveries of one status (or all), latest
@@ -113,73 +63,16 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 	return out, next, nil
 }
 
-// ReleaseSubmission accepts a held-back submission and makes its skipped deliveries due.
+// ReleaseSubmission accepts a held-back submission and makes its skipped deliveries due
+// (Act, inbox.go, holds the one implementation).
 func (s *Store) ReleaseSubmission(ctx context.Context, id uuid.UUID, now time.Time) error {
-	now = orNow(now)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var form, status, reason string
-		err := tx.QueryRowContext(ctx, `SELECT form, status, reason FROM submissions WHERE id = ?`,
-			id.String()).Scan(&form, &status, &reason)
-		if errors.Is(err, sql.ErrNoRows) {
-			return outbox.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if status != string(outbox.SubmissionQuarantined) && status != string(outbox.SubmissionSpam) {
-			return outbox.ErrNotReleasable
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE submissions SET status = 'accepted', reason = '' WHERE id = ?`,
-			id.String()); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-				next_attempt_at = ?1, updated_at = ?1
-			WHERE submission_id = ?2 AND status = 'skipped'`, micros(now), id.String()); err != nil {
-			return err
-		}
-		data, err := json.Marshal(map[string]string{"form": form, "from_status": status, "reason": reason})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, NULL, ?, ?)`, outbox.EventSubmissionReleased, id.String(), string(data), micros(now))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("release submission %s: %w", id, err)
-	}
-	return nil
+	return s.Act(ctx, outbox.Action{Kind: outbox.ActionRelease, SubmissionID: id, Now: now})
 }
 
 // DeleteSubmission erases a submission; deliveries and attempts go by cascade, and
 // scrubWAL then removes the erased bytes from the files.
 func (s *Store) DeleteSubmission(ctx context.Context, id uuid.UUID, now time.Time) error {
-	now = orNow(now)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var form string
-		err := tx.QueryRowContext(ctx, `DELETE FROM submissions WHERE id = ? RETURNING form`, id.String()).Scan(&form)
-		if errors.Is(err, sql.ErrNoRows) {
-			return outbox.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(map[string]string{"form": form})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, NULL, ?, ?)`, outbox.EventSubmissionErased, id.String(), string(data), micros(now))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("delete submission %s: %w", id, err)
-	}
-	if err := s.scrubWAL(ctx); err != nil {
-		return fmt.Errorf("delete submission %s: the rows are deleted, but %w", id, err)
-	}
-	return nil
+	return s.Act(ctx, outbox.Action{Kind: outbox.ActionErase, SubmissionID: id, Now: now})
 }
 
 // Stats reads the due and leased partial indexes and the status index.

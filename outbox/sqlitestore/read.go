@@ -189,6 +189,15 @@ func (s *Store) ListEvents(ctx context.Context, kind string, limit int) ([]outbo
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	defer rows.Close()
+	out, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return out, nil
+}
+
+// scanEvents reads rows of id, kind, submission_id, delivery_id, data, at.
+func scanEvents(rows *sql.Rows) ([]outbox.Event, error) {
 	var out []outbox.Event
 	for rows.Next() {
 		var (
@@ -198,24 +207,22 @@ func (s *Store) ListEvents(ctx context.Context, kind string, limit int) ([]outbo
 			at       int64
 		)
 		if err := rows.Scan(&e.ID, &e.Kind, &sub, &del, &data, &at); err != nil {
-			return nil, fmt.Errorf("list events: %w", err)
+			return nil, err
 		}
+		var err error
 		if sub.Valid {
 			if e.SubmissionID, err = uuid.Parse(sub.String); err != nil {
-				return nil, fmt.Errorf("list events: %w", err)
+				return nil, err
 			}
 		}
 		if del.Valid {
 			if e.DeliveryID, err = uuid.Parse(del.String); err != nil {
-				return nil, fmt.Errorf("list events: %w", err)
+				return nil, err
 			}
 		}
 		e.Data = json.RawMessage(data)
 		e.At = fromMicros(at)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }

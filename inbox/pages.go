@@ -1,0 +1,336 @@
+package inbox
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+// pages holds one template set per page, each the layout plus that page's content.
+var pages = func() map[string]*template.Template {
+	funcs := template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"short": func(id any) string {
+			s := ""
+			switch v := id.(type) {
+			case string:
+				s = v
+			case interface{ String() string }:
+				s = v.String()
+			}
+			if len(s) > 8 {
+				return s[len(s)-8:]
+			}
+			return s
+		},
+	}
+	out := map[string]*template.Template{}
+	for _, p := range []string{"overview", "list", "detail", "erase", "suppressions", "error"} {
+		out[p] = template.Must(template.New("layout.html").Funcs(funcs).
+			ParseFS(templateFiles, "templates/layout.html", "templates/"+p+".html"))
+	}
+	return out
+}()
+
+// layout is what every page shows around its content.
+type layout struct {
+	Title  string
+	Page   string // for the navigation's aria-current
+	Base   string
+	User   string
+	Token  string
+	Flash  string
+	Error  string
+	Status int
+}
+
+func (rq *request) layout(page string) layout {
+	return layout{Title: rq.h.cfg.Title, Page: page, Base: rq.h.cfg.BasePath, User: rq.user,
+		Token: rq.token, Flash: flashText(rq.r)}
+}
+
+func (rq *request) render(status int, page string, data any) {
+	rq.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rq.w.Header().Set("Cache-Control", "no-store")
+	rq.w.WriteHeader(status)
+	if rq.r.Method == http.MethodHead {
+		return
+	}
+	if err := pages[page].Execute(rq.w, data); err != nil {
+		// The status is sent; the page ends short and the log says why.
+		rq.h.cfg.Logger.Error("inbox: render " + page + ": " + err.Error())
+	}
+}
+
+// fail answers status with a page holding msg, a sentence of ours (never visitor text).
+func (rq *request) fail(status int, msg string) {
+	l := rq.layout("error")
+	l.Error, l.Status = msg, status
+	rq.render(status, "error", struct{ L layout }{l})
+}
+
+// flashes are the sentences an action's redirect may ask the next page to show.
+var flashes = map[string]string{
+	"retried":  "The delivery is queued and will be sent now.",
+	"released": "The submission is accepted; its deliveries are queued.",
+	"spam":     "The submission is marked as spam; its unsent deliveries are skipped.",
+	"erased":   "The submission and its deliveries are erased.",
+	"unlisted": "The address is removed from the suppression list.",
+}
+
+func flashText(r *http.Request) string {
+	done := r.URL.Query().Get("done")
+	if done == "bulk" {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n < 0 {
+			return ""
+		}
+		if n == 1 {
+			return "1 dead delivery is queued again."
+		}
+		return strconv.Itoa(n) + " dead deliveries are queued again."
+	}
+	return flashes[done]
+}
+
+type overviewRow struct {
+	Form                        string
+	Counts                      map[string][3]int64 // status -> today, week, all
+	Pending, Failed, Dead, Live int64
+}
+
+func (h *Handler) overview(rq *request) {
+	ctx, cancel := rq.ctx()
+	defer cancel()
+	now := h.cfg.Now().UTC()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	ov, err := h.cfg.Store.Overview(ctx, h.cfg.Forms, day, day.AddDate(0, 0, -6))
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	st, err := h.cfg.Store.Stats(ctx, now)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	rows := map[string]*overviewRow{}
+	var order []string
+	row := func(form string) *overviewRow {
+		if r, ok := rows[form]; ok {
+			return r
+		}
+		r := &overviewRow{Form: form, Counts: map[string][3]int64{}}
+		rows[form], order = r, append(order, form)
+		return r
+	}
+	for _, f := range h.cfg.Forms {
+		row(f)
+	}
+	for _, c := range ov.Submissions {
+		key := string(c.Status)
+		if c.Test {
+			key = "test"
+		}
+		r := row(c.Form)
+		v := r.Counts[key]
+		v[0], v[1], v[2] = v[0]+c.Today, v[1]+c.Week, v[2]+c.All
+		r.Counts[key] = v
+	}
+	for _, d := range ov.Deliveries {
+		r := row(d.Form)
+		switch d.Status {
+		case outbox.DeliveryPending:
+			r.Pending += d.Count
+		case outbox.DeliveryFailed:
+			r.Failed += d.Count
+		case outbox.DeliverySending:
+			r.Live += d.Count
+		case outbox.DeliveryDead:
+			r.Dead += d.Count
+		}
+	}
+	data := struct {
+		L         layout
+		Rows      []*overviewRow
+		Statuses  []string
+		Stats     outbox.Stats
+		OldestDue string
+		Health    Health
+		HasHealth bool
+	}{L: rq.layout("overview"), Statuses: []string{"accepted", "spam", "quarantined", "test"}, Stats: st}
+	slices.Sort(order)
+	for _, f := range order {
+		data.Rows = append(data.Rows, rows[f])
+	}
+	if age := st.OldestDueAge(now); age > 0 {
+		data.OldestDue = age.Round(time.Second).String()
+	}
+	if h.cfg.Health != nil {
+		data.Health, data.HasHealth = h.cfg.Health(ctx), true
+	}
+	rq.render(http.StatusOK, "overview", data)
+}
+
+func (h *Handler) list(rq *request) {
+	f := readFilter(rq.r.URL.Query())
+	sf, ferr := h.storeFilter(f)
+	data := struct {
+		L        layout
+		F        filter
+		Forms    []string
+		Items    []outbox.Submission
+		NextURL  string
+		Problem  string
+		Statuses []string
+	}{L: rq.layout("list"), F: f, Statuses: []string{"accepted", "spam", "quarantined"}}
+	ctx, cancel := rq.ctx()
+	defer cancel()
+	ov, err := h.cfg.Store.Overview(ctx, h.cfg.Forms, time.Time{}, time.Time{})
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	var seen []string
+	for _, c := range ov.Submissions {
+		seen = append(seen, c.Form)
+	}
+	data.Forms = h.formChoices(seen)
+	if ferr != nil {
+		data.Problem = ferr.Error()
+		rq.render(http.StatusBadRequest, "list", data)
+		return
+	}
+	items, next, err := h.cfg.Store.SearchSubmissions(ctx, sf)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	data.Items = items
+	if next != "" {
+		q := f.values()
+		q.Set("cursor", next)
+		data.NextURL = h.cfg.BasePath + "/submissions?" + q.Encode()
+	}
+	rq.render(http.StatusOK, "list", data)
+}
+
+type deliveryRow struct {
+	outbox.Delivery
+	Attempts  []outbox.Attempt
+	Feedback  []outbox.Feedback
+	Retryable bool
+}
+
+type eventRow struct {
+	Kind string
+	At   time.Time
+	User string
+	Note string
+}
+
+func (h *Handler) detail(rq *request, raw string) {
+	ctx, cancel := rq.ctx()
+	defer cancel()
+	sub, ok := rq.submission(ctx, raw)
+	if !ok {
+		return
+	}
+	ds, err := h.cfg.Store.ListDeliveries(ctx, sub.ID)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	data := struct {
+		L          layout
+		S          *outbox.Submission
+		Deliveries []deliveryRow
+		Events     []eventRow
+		Releasable bool
+		Spammable  bool
+	}{L: rq.layout("list"), S: sub,
+		Releasable: sub.Status == outbox.SubmissionQuarantined || sub.Status == outbox.SubmissionSpam,
+		Spammable:  sub.Status == outbox.SubmissionAccepted}
+	for _, d := range ds {
+		row := deliveryRow{Delivery: d, Retryable: d.Status == outbox.DeliveryDead || d.Status == outbox.DeliveryFailed}
+		if row.Attempts, err = h.cfg.Store.ListAttempts(ctx, d.ID); err != nil {
+			rq.storeFailed(err)
+			return
+		}
+		if row.Feedback, err = h.cfg.Store.ListFeedback(ctx, d.ID); err != nil {
+			rq.storeFailed(err)
+			return
+		}
+		data.Deliveries = append(data.Deliveries, row)
+	}
+	evs, err := h.cfg.Store.SubmissionEvents(ctx, sub.ID)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	for _, e := range evs {
+		data.Events = append(data.Events, newEventRow(e))
+	}
+	rq.render(http.StatusOK, "detail", data)
+}
+
+// newEventRow reads the user of an operator action and a few plain facts of the others.
+func newEventRow(e outbox.Event) eventRow {
+	var d struct {
+		User       string `json:"user"`
+		Route      string `json:"route"`
+		FromStatus string `json:"from_status"`
+	}
+	_ = json.Unmarshal(e.Data, &d) // an event without these members shows its kind alone
+	row := eventRow{Kind: e.Kind, At: e.At, User: d.User}
+	switch {
+	case d.Route != "":
+		row.Note = "route " + d.Route
+	case d.FromStatus != "":
+		row.Note = "was " + d.FromStatus
+	}
+	return row
+}
+
+func (h *Handler) confirmErase(rq *request, raw string) {
+	ctx, cancel := rq.ctx()
+	defer cancel()
+	sub, ok := rq.submission(ctx, raw)
+	if !ok {
+		return
+	}
+	rq.render(http.StatusOK, "erase", struct {
+		L layout
+		S *outbox.Submission
+	}{rq.layout("list"), sub})
+}
+
+func (h *Handler) suppressions(rq *request) {
+	ctx, cancel := rq.ctx()
+	defer cancel()
+	list, err := h.cfg.Store.ListSuppressions(ctx, outbox.MaxListLimit)
+	if err != nil && !errors.Is(err, outbox.ErrNotFound) {
+		rq.storeFailed(err)
+		return
+	}
+	rq.render(http.StatusOK, "suppressions", struct {
+		L     layout
+		Items []outbox.Suppression
+	}{rq.layout("suppressions"), list})
+}

@@ -1,0 +1,128 @@
+package formoutbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/formoutbox/caddy-form-outbox/inbox"
+)
+
+func init() {
+	caddy.RegisterModule(new(InboxHandler))
+}
+
+// InboxHandler is the `form_outbox_inbox` HTTP handler: the operator's inbox (inbox/)
+// served by Caddy on the App's store. It fails closed: it serves only requests a Caddy
+// authentication handler let through (basic_auth sets {http.auth.user.id}), or that
+// carry the user header a forward_auth copied, unless the operator says the inbox is
+// protected some other way. It answers every request itself.
+type InboxHandler struct {
+	// Forms limits the inbox to these forms (default: every form).
+	Forms []string `json:"forms,omitempty"`
+	// Title heads every page.
+	Title string `json:"title,omitempty"`
+	// BasePath is the path prefix the inbox is served under (the Caddyfile derives it
+	// from a matcher such as /inbox*).
+	BasePath string `json:"base_path,omitempty"`
+	// UserHeader names the request header holding the authenticated user, for
+	// forward_auth (`copy_headers Remote-User`). Used when basic_auth set no user.
+	UserHeader string `json:"user_header,omitempty"`
+	// ProtectedElsewhere serves requests no Caddy authentication handler vouched for,
+	// recording actions as "operator" (or UserHeader's value): for setups where a VPN or
+	// a proxy in front of Caddy protects the inbox.
+	ProtectedElsewhere bool `json:"protected_elsewhere,omitempty"`
+
+	inbox *inbox.Handler
+}
+
+// unprotectedMessage is the 403 answer of an inbox no authentication protects.
+const unprotectedMessage = "This inbox answers only requests that a Caddy authentication handler let through. " +
+	"Protect its paths with basic_auth (for example `basic_auth /inbox* { ops HASH }`, the hash from `caddy hash-password`) " +
+	"or with forward_auth and the `user_header` option of form_outbox_inbox; if something else protects it, " +
+	"set `protected_elsewhere`.\n"
+
+// CaddyModule returns the Caddy module information.
+func (*InboxHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.form_outbox_inbox",
+		New: func() caddy.Module { return new(InboxHandler) },
+	}
+}
+
+// Provision finds (or loads) the App and builds the inbox on its store.
+func (h *InboxHandler) Provision(ctx caddy.Context) error {
+	appVal, err := ctx.App(AppName)
+	if err != nil {
+		return fmt.Errorf("form_outbox_inbox: %w", err)
+	}
+	app := appVal.(*App)
+	st, ok := app.store.(inbox.Store)
+	if !ok {
+		return fmt.Errorf("form_outbox_inbox: store %T cannot serve an inbox", app.store)
+	}
+	ib, err := inbox.New(inbox.Config{
+		Store:    st,
+		BasePath: h.BasePath,
+		Forms:    h.Forms,
+		Title:    h.Title,
+		Wake:     app.worker.Broadcast,
+		Health: func(ctx context.Context) inbox.Health {
+			hl := app.health(ctx)
+			out := inbox.Health{Problems: hl.Problems}
+			if hl.Spool != nil {
+				out.SpoolOn, out.SpoolDepth = hl.Spool.Enabled, hl.Spool.Depth
+			}
+			return out
+		},
+		Logger: ctx.Logger(),
+	})
+	if err != nil {
+		return fmt.Errorf("form_outbox_inbox: %w", err)
+	}
+	h.inbox = ib
+	return nil
+}
+
+// ServeHTTP answers with the inbox for an authenticated user, or 403 saying how to
+// protect it.
+func (h *InboxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	user := h.user(r)
+	if user == "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusForbidden)
+		_, err := w.Write([]byte(unprotectedMessage))
+		return err
+	}
+	h.inbox.Serve(w, r, user)
+	return nil
+}
+
+// user is who the request acts as: basic_auth's user id, else the forward_auth header,
+// else "operator" when the inbox is protected elsewhere, else nobody.
+func (h *InboxHandler) user(r *http.Request) string {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		if id, _ := repl.GetString("http.auth.user.id"); id != "" {
+			return id
+		}
+	}
+	if h.UserHeader != "" {
+		if v := strings.TrimSpace(r.Header.Get(h.UserHeader)); v != "" {
+			return v
+		}
+	}
+	if h.ProtectedElsewhere {
+		return "operator"
+	}
+	return ""
+}
+
+var (
+	_ caddy.Provisioner           = (*InboxHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*InboxHandler)(nil)
+)
