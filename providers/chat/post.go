@@ -102,3 +102,31 @@ func Redact(err error, secrets ...string) error {
 	}
 	return errors.New(msg)
 }
+
+// Refusal classifies an answer that is not a 2xx. 429 is Temporary, waiting retryAfter
+// when the service said so in its body, else its Retry-After header; 408 and 5xx are
+// Temporary; every other status is Permanent, because a chat or webhook that is gone,
+// archived or forbidden, a revoked token or a payload the service will not take stays
+// so until an operator acts, and each retry would only be refused again. detail is the
+// service's own words (already free of secrets), code a short name for the history.
+// Failover stays off: a chat route has one service, and nothing else to fail over to.
+func Refusal(a Answer, service, code, detail string, retryAfter time.Duration) *providers.Error {
+	if detail == "" {
+		detail = http.StatusText(a.Status)
+	}
+	perr := &providers.Error{Class: providers.Permanent, HTTPStatus: a.Status, Code: code,
+		Err: fmt.Errorf("%s answered %d: %s", service, a.Status, detail)}
+	switch {
+	case a.Status == http.StatusTooManyRequests:
+		perr.Class, perr.RetryAfter = providers.Temporary, retryAfter
+		if perr.RetryAfter <= 0 {
+			perr.RetryAfter = a.RetryAfter()
+		}
+	case a.Status == http.StatusRequestTimeout || a.Status >= 500:
+		perr.Class = providers.Temporary
+	}
+	return perr
+}
+
+// OK reports whether the answer is a 2xx.
+func (a Answer) OK() bool { return a.Status >= 200 && a.Status < 300 }

@@ -106,15 +106,14 @@ var codes = map[string]string{
 	"Unauthorized": "unauthorized",
 }
 
-// classify maps an answer: 2xx with ok sent (the message id recorded); 429 Temporary
-// with parameters.retry_after (or Retry-After); 408 and 5xx Temporary; any other status
-// Permanent, because a chat that was not found, a bot that was blocked or kicked, a
-// token that was revoked or a group that moved to a new id stay so until an operator
-// acts, and retrying would only be refused again.
+// classify maps an answer: 2xx with ok is sent (the message id recorded); a refusal
+// is classified by chat.Refusal, with parameters.retry_after as the wait on 429. A group
+// that became a supergroup is Permanent too, with the new id in the error, because the
+// configured chat id has to change.
 func classify(a chat.Answer) (string, *providers.Error) {
 	var ans answer
 	decoded := json.Unmarshal(a.Body, &ans) == nil
-	if a.Status >= 200 && a.Status < 300 {
+	if a.OK() {
 		if decoded && ans.Result.MessageID != 0 {
 			return strconv.FormatInt(ans.Result.MessageID, 10), nil
 		}
@@ -125,22 +124,14 @@ func classify(a chat.Answer) (string, *providers.Error) {
 	if desc == "" {
 		desc = http.StatusText(a.Status)
 	}
-	perr := &providers.Error{HTTPStatus: a.Status, Code: codes[desc],
-		Err: fmt.Errorf("telegram answered %d: %s", a.Status, desc)}
-	switch {
-	case a.Status == http.StatusTooManyRequests:
-		perr.Class, perr.Code = providers.Temporary, "too_many_requests"
-		perr.RetryAfter = time.Duration(ans.Parameters.RetryAfter) * time.Second
-		if perr.RetryAfter <= 0 {
-			perr.RetryAfter = a.RetryAfter()
-		}
-	case a.Status == http.StatusRequestTimeout || a.Status >= 500:
-		perr.Class = providers.Temporary
-	case ans.Parameters.MigrateToChatID != 0:
-		perr.Class, perr.Code = providers.Permanent, "chat_migrated"
-		perr.Err = fmt.Errorf("telegram answered %d: the group is now the supergroup %d; configure that chat id and retry", a.Status, ans.Parameters.MigrateToChatID)
-	default:
-		perr.Class = providers.Permanent
+	code := codes[desc]
+	if a.Status == http.StatusTooManyRequests {
+		code = "too_many_requests"
+	}
+	perr := chat.Refusal(a, "telegram", code, desc, time.Duration(ans.Parameters.RetryAfter)*time.Second)
+	if to := ans.Parameters.MigrateToChatID; to != 0 && perr.Class == providers.Permanent {
+		perr.Code = "chat_migrated"
+		perr.Err = fmt.Errorf("telegram answered %d: the group is now the supergroup %d; configure that chat id and retry", a.Status, to)
 	}
 	return "", perr
 }
