@@ -23,10 +23,34 @@ const DefaultTimeout = 15 * time.Second
 // bytes, and the rest would only be discarded.
 const maxAnswer = 64 << 10
 
-// Client returns the client a chat provider posts with: c's settings (or a clone of
+// Config is what every chat provider is configured with.
+type Config struct {
+	// Timeout bounds one request; default DefaultTimeout.
+	Timeout time.Duration
+	// Client sends the requests; default a client on a clone of http.DefaultTransport.
+	// Its CheckRedirect is replaced: redirects are never followed.
+	Client *http.Client
+}
+
+// Poster posts one chat service's requests with the configured client and timeout; the
+// chat providers embed it.
+type Poster struct {
+	timeout time.Duration
+	client  *http.Client
+}
+
+// NewPoster returns a Poster for cfg.
+func NewPoster(cfg Config) Poster { return Poster{timeout: cfg.Timeout, client: client(cfg.Client)} }
+
+// Post sends body as JSON to target; see the package function Post.
+func (p Poster) Post(ctx context.Context, target string, body []byte, secrets ...string) (Answer, *providers.Error) {
+	return Post(ctx, p.client, target, body, p.timeout, secrets...)
+}
+
+// client returns the client a chat provider posts with: c's settings (or a clone of
 // http.DefaultTransport), with redirects never followed, because a redirect would carry
 // the message (and for Telegram the bot token in the path) somewhere nobody configured.
-func Client(c *http.Client) *http.Client {
+func client(c *http.Client) *http.Client {
 	var out http.Client
 	if c != nil {
 		out = *c

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -16,22 +15,14 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 )
 
-// Config configures the Discord provider.
-type Config struct {
-	// Timeout bounds one request; default chat.DefaultTimeout.
-	Timeout time.Duration
-	// Client sends the requests; redirects are never followed.
-	Client *http.Client
-}
+// Config configures the Discord provider: a timeout and a client.
+type Config = chat.Config
 
 // Provider posts to Discord webhooks.
-type Provider struct {
-	cfg    Config
-	client *http.Client
-}
+type Provider struct{ chat.Poster }
 
 // New returns a Discord provider; it makes no request.
-func New(cfg Config) *Provider { return &Provider{cfg: cfg, client: chat.Client(cfg.Client)} }
+func New(cfg Config) *Provider { return &Provider{chat.NewPoster(cfg)} }
 
 // Name implements providers.Provider.
 func (p *Provider) Name() string { return "discord" }
@@ -66,7 +57,7 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 	q := u.Query()
 	q.Set("wait", "true")
 	u.RawQuery = q.Encode()
-	a, perr := chat.Post(ctx, p.client, u.String(), m.Body, p.cfg.Timeout, m.URL)
+	a, perr := p.Post(ctx, u.String(), m.Body, m.URL)
 	if perr != nil {
 		return res, perr
 	}

@@ -4,31 +4,21 @@ package slack
 
 import (
 	"context"
-	"net/http"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
 	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 )
 
-// Config configures the Slack provider.
-type Config struct {
-	// Timeout bounds one request; default chat.DefaultTimeout.
-	Timeout time.Duration
-	// Client sends the requests; redirects are never followed.
-	Client *http.Client
-}
+// Config configures the Slack provider: a timeout and a client.
+type Config = chat.Config
 
-// Provider posts to Slack incoming webhooks.
-type Provider struct {
-	cfg    Config
-	client *http.Client
-}
+// Provider posts to Slack webhooks.
+type Provider struct{ chat.Poster }
 
 // New returns a Slack provider; it makes no request.
-func New(cfg Config) *Provider { return &Provider{cfg: cfg, client: chat.Client(cfg.Client)} }
+func New(cfg Config) *Provider { return &Provider{chat.NewPoster(cfg)} }
 
 // Name implements providers.Provider.
 func (p *Provider) Name() string { return "slack" }
@@ -42,7 +32,7 @@ var errorCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
 // channel_is_archived are Permanent, 429 waits Retry-After (see chat.Refusal).
 func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Result, error) {
 	res := providers.Result{Provider: p.Name()}
-	a, perr := chat.Post(ctx, p.client, m.URL, m.Body, p.cfg.Timeout, m.URL)
+	a, perr := p.Post(ctx, m.URL, m.Body, m.URL)
 	if perr != nil {
 		return res, perr
 	}

@@ -34,16 +34,13 @@ type Config struct {
 	// means none is configured, which no retry can fix. Tokens live in the config, so a
 	// token changed in the Caddyfile applies to deliveries already stored.
 	Bot func(chatID string) (bot Bot, ok bool)
-	// Timeout bounds one request; default chat.DefaultTimeout.
-	Timeout time.Duration
-	// Client sends the requests; redirects are never followed.
-	Client *http.Client
+	chat.Config
 }
 
 // Provider sends Telegram messages.
 type Provider struct {
-	cfg    Config
-	client *http.Client
+	chat.Poster
+	bot func(chatID string) (Bot, bool)
 }
 
 // New returns a Telegram provider; it makes no request.
@@ -51,7 +48,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Bot == nil {
 		return nil, errors.New("telegram: no bot configured")
 	}
-	return &Provider{cfg: cfg, client: chat.Client(cfg.Client)}, nil
+	return &Provider{Poster: chat.NewPoster(cfg.Config), bot: cfg.Bot}, nil
 }
 
 // Name implements providers.Provider.
@@ -60,7 +57,7 @@ func (p *Provider) Name() string { return "telegram" }
 // Send posts m.Body (rendered by Render) as the bot configured for chat m.To.
 func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Result, error) {
 	res := providers.Result{Provider: p.Name()}
-	bot, ok := p.cfg.Bot(m.To)
+	bot, ok := p.bot(m.To)
 	if !ok || bot.Token == "" {
 		return res, &providers.Error{Class: providers.Permanent, Code: "no_bot",
 			Err: fmt.Errorf("no telegram bot token is configured for chat %s", m.To)}
@@ -69,7 +66,7 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 	if endpoint == "" {
 		endpoint = DefaultEndpoint
 	}
-	a, perr := chat.Post(ctx, p.client, endpoint+"/bot"+bot.Token+"/sendMessage", m.Body, p.cfg.Timeout, bot.Token)
+	a, perr := p.Post(ctx, endpoint+"/bot"+bot.Token+"/sendMessage", m.Body, bot.Token)
 	if perr != nil {
 		return res, perr
 	}

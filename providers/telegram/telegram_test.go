@@ -23,7 +23,7 @@ const (
 
 func newProvider(t *testing.T, fake *telegramfake.Server, timeout time.Duration) *telegram.Provider {
 	t.Helper()
-	p, err := telegram.New(telegram.Config{Timeout: timeout, Bot: func(id string) (telegram.Bot, bool) {
+	p, err := telegram.New(telegram.Config{Config: chat.Config{Timeout: timeout}, Bot: func(id string) (telegram.Bot, bool) {
 		return telegram.Bot{Token: token, Endpoint: fake.URL()}, id == chatID
 	}})
 	if err != nil {
