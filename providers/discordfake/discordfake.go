@@ -16,12 +16,12 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"unicode/utf16"
 
 	"github.com/formoutbox/caddy-form-outbox/providers/internal/fakehttp"
+	"github.com/formoutbox/caddy-form-outbox/providers/internal/fakemarkdown"
 )
 
 // Path is the webhook path the fake serves; URL() includes it.
@@ -118,7 +118,7 @@ func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []
 		return refuse(InvalidFormBody())
 	}
 	sent := Sent{ID: fmt.Sprintf("11%017d", s.ids.Add(1)), Content: b.Content, Flags: b.Flags, Request: r}
-	sent.Visible, sent.Bold, sent.Links, sent.Mentions = parse(b.Content)
+	sent.Visible, sent.Bold, sent.Links, sent.Mentions = fakemarkdown.Read(b.Content)
 	// Without allowed_mentions Discord parses every kind of mention; with it, only the
 	// kinds listed in parse.
 	for _, m := range sent.Mentions {
@@ -161,61 +161,4 @@ func refuse(r Reply) (fakehttp.Action, int, http.Header, []byte) {
 		body = map[string]any{"message": r.Message, "retry_after": r.RetryAfter, "global": false}
 	}
 	return fakehttp.Answer, r.Status, h, fakehttp.JSON(body)
-}
-
-var (
-	maskedLink = regexp.MustCompile(`^\[([^\]]*)\]\(<?(https?://[^)>]*)>?\)`)
-	angled     = regexp.MustCompile(`^<(@[!&]?[0-9]+|#[0-9]+|https?://[^>]+)>`)
-	everyone   = regexp.MustCompile(`^@(everyone|here)`)
-)
-
-// parse reads Discord markdown far enough to tell what visitor text could do: a
-// backslash before punctuation shows that character as it is; ** toggles bold and *
-// italic; masked
-// links, <...> mentions and links and @everyone / @here count where not escaped.
-func parse(s string) (visible string, bold, links, mentions []string) {
-	var out, cur strings.Builder
-	inBold := false
-	for i := 0; i < len(s); {
-		rest := s[i:]
-		switch {
-		case rest[0] == '\\' && len(rest) > 1 && strings.ContainsRune("\\*_~`|>#-[]()<@:.!", rune(rest[1])):
-			out.WriteByte(rest[1])
-			cur.WriteByte(rest[1])
-			i += 2
-		case strings.HasPrefix(rest, "**"):
-			if inBold {
-				bold = append(bold, cur.String())
-			}
-			cur.Reset()
-			inBold = !inBold
-			i += 2
-		case rest[0] == '*': // italic: shows nothing itself
-			i++
-		case maskedLink.MatchString(rest):
-			m := maskedLink.FindStringSubmatch(rest)
-			links = append(links, m[2])
-			out.WriteString(m[1])
-			i += len(m[0])
-		case angled.MatchString(rest):
-			m := angled.FindStringSubmatch(rest)
-			if strings.HasPrefix(m[1], "http") {
-				links = append(links, m[1])
-			} else {
-				mentions = append(mentions, m[0])
-			}
-			out.WriteString(m[0])
-			i += len(m[0])
-		case everyone.MatchString(rest):
-			m := everyone.FindString(rest)
-			mentions = append(mentions, m)
-			out.WriteString(m)
-			i += len(m)
-		default:
-			out.WriteByte(rest[0])
-			cur.WriteByte(rest[0])
-			i++
-		}
-	}
-	return out.String(), bold, links, mentions
 }
