@@ -1,4 +1,4 @@
-// Package fakehttp is the machinery shared by the provider fakes (sesfake, resendfake):
+// Package fakehttp is the machinery shared by the provider fakes (sesfake, resendfake, the chat fakes):
 // a loopback HTTP server that records every request, answers from a script, can hang
 // without answering, drop the connection, and refuse connections by closing its
 // listener and reopening it later on the same address.
@@ -18,6 +18,7 @@ import (
 type Request struct {
 	Method string
 	Path   string
+	Query  string // the raw query, e.g. "wait=true"
 	Header http.Header
 	Body   []byte
 	At     time.Time
@@ -98,7 +99,7 @@ func (s *Server) track(c net.Conn, st http.ConnState) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, At: time.Now()}
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, At: time.Now()}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
@@ -226,4 +227,26 @@ func JSON(v any) []byte {
 		panic("fake server: encode answer: " + err.Error())
 	}
 	return b
+}
+
+// MustNew is New for a fake's constructor, which has no error to return: failing to
+// listen on loopback is a broken test machine, so it panics.
+func MustNew(h Handler) *Server {
+	s, err := New(h)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Unanswered is the action for a scripted reply that hangs or drops, and whether it
+// does; a fake checks it before building an answer.
+func Unanswered(hang, drop bool) (Action, bool) {
+	switch {
+	case hang:
+		return Hang, true
+	case drop:
+		return Drop, true
+	}
+	return Answer, false
 }

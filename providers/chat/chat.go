@@ -1,0 +1,98 @@
+// Package chat holds what the chat providers (telegram, slack, discord, teams) share: the
+// submission a message is rendered from, the cut that keeps a message within a
+// service's length limit, and the JSON POST whose failures are classified and stripped
+// of the URL. Every chat message is rendered at intake into the exact request body and
+// stored with the delivery, so a retry sends identical bytes.
+package chat
+
+import (
+	"time"
+	"unicode/utf16"
+)
+
+// Field is one submitted field, in form order.
+type Field struct {
+	Name  string
+	Value string
+}
+
+// Submission is what a chat message is rendered from. Everything in it may have come
+// from a visitor except Form and Link, and every renderer escapes all of it for its
+// target.
+type Submission struct {
+	Form     string
+	ID       string
+	Received time.Time
+	Fields   []Field
+	// Link, when set, is where an operator reads the submission (the inbox); it comes
+	// from the configuration, never from the visitor.
+	Link string
+}
+
+// Part is one piece of a message body: Markup is the renderer's own syntax, written as
+// it is; Text is visitor text, escaped for the target.
+type Part struct {
+	Markup string
+	Text   string
+}
+
+// Format describes a target's text syntax and its limit.
+type Format struct {
+	// Escape makes visitor text inert in the target's syntax. It must work one rune at a
+	// time (escape(a+b) == escape(a)+escape(b)), which is what lets Fit cut between
+	// runes and never inside an escape sequence.
+	Escape func(string) string
+	// Length measures rendered text in the target's units; it must be additive too.
+	Length func(string) int
+	// Limit is the most Length may be.
+	Limit int
+	// Note is appended (before the tail) when the body had to be cut, so the reader
+	// knows the message is not the whole submission.
+	Note string
+}
+
+// UTF16Len counts UTF-16 code units, the unit Telegram, Discord and Slack count their
+// limits in (an emoji outside the basic plane counts twice).
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		// Ranging over a string never yields a surrogate: invalid bytes come as U+FFFD,
+		// one unit, which is also what they are sent as.
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// Fit renders head, the body parts and tail. When the whole is longer than the limit,
+// the body is cut: parts are kept in order while they fit, the last one is cut between
+// runes of its visitor text (never inside an escape or the renderer's markup), and the
+// note is added before the tail, which is always kept. cut reports whether that happened.
+func (f Format) Fit(head string, body []Part, tail string) (text string, cut bool) {
+	full := head
+	for _, p := range body {
+		full += p.Markup + f.Escape(p.Text)
+	}
+	full += tail
+	if f.Length(full) <= f.Limit {
+		return full, false
+	}
+	budget := f.Limit - f.Length(head) - f.Length(f.Note) - f.Length(tail)
+	out := []byte(head)
+parts:
+	for _, p := range body {
+		n := f.Length(p.Markup)
+		if n > budget {
+			break
+		}
+		out, budget = append(out, p.Markup...), budget-n
+		for _, r := range p.Text {
+			e := f.Escape(string(r))
+			n := f.Length(e)
+			if n > budget {
+				break parts
+			}
+			out, budget = append(out, e...), budget-n
+		}
+	}
+	return string(out) + f.Note + tail, true
+}
