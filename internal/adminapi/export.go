@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/inbox"
@@ -16,7 +17,7 @@ import (
 // serveExport streams matching submissions as NDJSON (default) or CSV, newest first. The
 // store is read a page at a time and the writer flushes as it goes, so neither Caddy nor
 // the database holds the whole table.
-func serveExport(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveExport(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	q := r.URL.Query()
 	f, err := submissionFilter(q, time.Now(), "format")
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -97,7 +99,7 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 	return h
 }
 
-func serveHealth(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveHealth(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	h := b.Health(r.Context())
 	status := http.StatusOK
 	if h.Status != "ok" {

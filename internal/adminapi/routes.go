@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -27,7 +28,7 @@ func adminCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), adminTimeout)
 }
 
-func serveListSubmissions(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveListSubmissions(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	f, err := submissionFilter(r.URL.Query(), time.Now())
 	if err != nil {
 		return err
@@ -49,11 +50,7 @@ func serveListSubmissions(b Backend, w http.ResponseWriter, r *http.Request) err
 	return writeJSON(w, http.StatusOK, page)
 }
 
-func serveShowSubmission(b Backend, w http.ResponseWriter, r *http.Request) error {
-	id, err := routeID(r)
-	if err != nil {
-		return err
-	}
+func serveShowSubmission(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	store := b.Store()
@@ -88,11 +85,7 @@ func deliveryWithHistory(ctx context.Context, store outbox.Store, d outbox.Deliv
 	return dv, addFeedback(ctx, store, d, &dv)
 }
 
-func serveDeleteSubmission(b Backend, w http.ResponseWriter, r *http.Request) error {
-	id, err := routeID(r)
-	if err != nil {
-		return err
-	}
+func serveDeleteSubmission(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	o, err := ops(b)
 	if err != nil {
 		return err
@@ -106,11 +99,7 @@ func serveDeleteSubmission(b Backend, w http.ResponseWriter, r *http.Request) er
 	return writeJSON(w, http.StatusOK, map[string]string{"id": id.String(), "result": "erased"})
 }
 
-func serveReleaseSubmission(b Backend, w http.ResponseWriter, r *http.Request) error {
-	id, err := routeID(r)
-	if err != nil {
-		return err
-	}
+func serveReleaseSubmission(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	o, err := ops(b)
 	if err != nil {
 		return err
@@ -125,7 +114,7 @@ func serveReleaseSubmission(b Backend, w http.ResponseWriter, r *http.Request) e
 	return writeJSON(w, http.StatusOK, map[string]string{"id": id.String(), "result": "released"})
 }
 
-func serveListDeliveries(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveListDeliveries(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	f, err := deliveryFilter(r.URL.Query())
 	if err != nil {
 		return err
@@ -147,11 +136,7 @@ func serveListDeliveries(b Backend, w http.ResponseWriter, r *http.Request) erro
 	return writeJSON(w, http.StatusOK, page)
 }
 
-func serveShowDelivery(b Backend, w http.ResponseWriter, r *http.Request) error {
-	id, err := routeID(r)
-	if err != nil {
-		return err
-	}
+func serveShowDelivery(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	d, err := b.Store().GetDelivery(ctx, id)
@@ -165,11 +150,7 @@ func serveShowDelivery(b Backend, w http.ResponseWriter, r *http.Request) error 
 	return writeJSON(w, http.StatusOK, dv)
 }
 
-func serveRetryDelivery(b Backend, w http.ResponseWriter, r *http.Request) error {
-	id, err := routeID(r)
-	if err != nil {
-		return err
-	}
+func serveRetryDelivery(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	if err := b.Store().Retry(ctx, id, time.Now()); err != nil {

@@ -61,9 +61,9 @@ func storeError(err error) error {
 	return apiError(http.StatusInternalServerError, err)
 }
 
-// routeFunc serves one route for the running App; an error becomes the answer unless the
-// route already wrote one.
-type routeFunc func(b Backend, w http.ResponseWriter, r *http.Request) error
+// routeFunc serves one route for the running App; id is the route's {id} (uuid.Nil when
+// it has none). An error becomes the answer unless the route already wrote one.
+type routeFunc func(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error
 
 // Server is the admin API: one http.ServeMux of method+path patterns under Prefix. The
 // mux answers wrong methods (405 with Allow) and unknown paths; ServeAdmin turns both into
@@ -103,14 +103,23 @@ type errSlotKey struct{}
 // handle registers route at "METHOD path", path relative to Prefix.
 func (s *Server) handle(pattern string, route routeFunc) {
 	method, rel, _ := strings.Cut(pattern, " ")
+	hasID := strings.Contains(rel, "{id}")
 	s.mux.HandleFunc(method+" "+Prefix+rel, func(w http.ResponseWriter, r *http.Request) {
 		slot := r.Context().Value(errSlotKey{}).(*errSlot)
+		var id uuid.UUID
+		if hasID {
+			var err error
+			if id, err = uuid.Parse(r.PathValue("id")); err != nil {
+				slot.err = apiError(http.StatusBadRequest, fmt.Errorf("malformed id %q: want a UUID", r.PathValue("id")))
+				return
+			}
+		}
 		b := s.running()
 		if b == nil {
 			slot.err = apiError(http.StatusServiceUnavailable, errors.New("the form_outbox app is not running"))
 			return
 		}
-		slot.err = route(b, w, r)
+		slot.err = route(b, w, r, id)
 	})
 }
 
@@ -160,16 +169,6 @@ func (p *statusProbe) WriteHeader(code int) {
 func (p *statusProbe) Write(b []byte) (int, error) {
 	p.WriteHeader(http.StatusOK)
 	return len(b), nil
-}
-
-// routeID is the route's {id}, which must be a UUID.
-func routeID(r *http.Request) (uuid.UUID, error) {
-	s := r.PathValue("id")
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, apiError(http.StatusBadRequest, fmt.Errorf("malformed id %q: want a UUID", s))
-	}
-	return id, nil
 }
 
 // ops is the store seen from the operator's side.

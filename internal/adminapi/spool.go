@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // adminReplayTimeout bounds one manual pass; the background replayer finishes the rest.
@@ -13,7 +15,7 @@ const adminReplayTimeout = 2 * time.Minute
 
 // serveSpoolReplay runs one replay pass now instead of waiting for the replayer's tick.
 // A pass stopped by the store answers 503 with what it did so far and the error.
-func serveSpoolReplay(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveSpoolReplay(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(r.Context(), adminReplayTimeout)
 	defer cancel()
 	rep, err := b.ReplaySpool(ctx)

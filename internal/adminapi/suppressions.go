@@ -58,7 +58,7 @@ func suppressions(b Backend) (outbox.FeedbackStore, error) {
 	return fs, nil
 }
 
-func serveListSuppressions(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveListSuppressions(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	fs, err := suppressions(b)
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func serveListSuppressions(b Backend, w http.ResponseWriter, r *http.Request) er
 	return writeJSON(w, http.StatusOK, map[string]any{"suppressions": out})
 }
 
-func serveAddSuppression(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveAddSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	fs, err := suppressions(b)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func serveAddSuppression(b Backend, w http.ResponseWriter, r *http.Request) erro
 	return writeJSON(w, http.StatusOK, map[string]string{"address": outbox.NormalizeAddress(in.Address), "result": "suppressed"})
 }
 
-func serveRemoveSuppression(b Backend, w http.ResponseWriter, r *http.Request) error {
+func serveRemoveSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	fs, err := suppressions(b)
 	if err != nil {
 		return err
