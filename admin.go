@@ -1,26 +1,23 @@
 package formoutbox
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
 func init() {
 	caddy.RegisterModule(AdminAPI{})
 }
-
-// adminPrefix is where the routes live on Caddy's admin endpoint.
-const adminPrefix = adminapi.Prefix
 
 // running is the App of the running config. Caddy provisions admin modules before apps
 // and starts a reload's new App before it stops the old one, so the admin API looks the
@@ -29,6 +26,15 @@ var running atomic.Pointer[App]
 
 func (a *App) setRunning()   { running.Store(a) }
 func (a *App) unsetRunning() { running.CompareAndSwap(a, nil) }
+
+// adminServer holds the routes (internal/adminapi/server.go); it serves whichever App
+// is running.
+var adminServer = adminapi.NewServer(func() adminapi.Backend {
+	if a := running.Load(); a != nil {
+		return adminBackend{a}
+	}
+	return nil
+})
 
 // AdminAPI is the `admin.api.form_outbox` module: health and control of the outbox on
 // Caddy's admin endpoint, so Caddy's admin access rules (listen address, origins, remote
@@ -44,125 +50,69 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Routes serves everything under /form_outbox/ through one dispatcher, so wrong methods
-// get 405 with Allow and unknown paths 404, both as Caddy-style JSON errors.
+// Routes hands everything under /form_outbox/ to the admin server's mux.
 func (AdminAPI) Routes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{{Pattern: adminPrefix, Handler: caddy.AdminHandlerFunc(serveAdmin)}}
+	return []caddy.AdminRoute{{Pattern: adminapi.Prefix, Handler: caddy.AdminHandlerFunc(serveAdmin)}}
 }
 
-// adminRoute is one entry of the route table. Pattern segments are literal, or {id} for a
-// UUID handed to the handler.
-type adminRoute struct {
-	method  string
-	pattern string
-	handle  func(a *App, w http.ResponseWriter, r *http.Request, id uuid.UUID) error
-}
-
-// adminRoutes is the route table. Other files add routes with addAdminRoute in their
-// init (the spool's replay, for example).
-var adminRoutes = []adminRoute{
-	{http.MethodGet, "health", serveHealth},
-	{http.MethodGet, "submissions", serveListSubmissions},
-	{http.MethodGet, "submissions/{id}", serveShowSubmission},
-	{http.MethodDelete, "submissions/{id}", serveDeleteSubmission},
-	{http.MethodPost, "submissions/{id}/release", serveReleaseSubmission},
-	{http.MethodGet, "deliveries", serveListDeliveries},
-	{http.MethodGet, "deliveries/{id}", serveShowDelivery},
-	{http.MethodPost, "deliveries/{id}/retry", serveRetryDelivery},
-	{http.MethodGet, "export", serveExport},
-}
-
-// addAdminRoute extends the route table; call it from init.
-func addAdminRoute(method, pattern string, handle func(a *App, w http.ResponseWriter, r *http.Request, id uuid.UUID) error) {
-	adminRoutes = append(adminRoutes, adminRoute{method, pattern, handle})
-}
-
+// serveAdmin gives the admin server's errors to Caddy, which answers them as
+// {"error": "..."} with their status and logs them.
 func serveAdmin(w http.ResponseWriter, r *http.Request) error {
-	path := strings.Trim(strings.TrimPrefix(r.URL.Path, adminPrefix), "/")
-	var allow []string
-	for _, rt := range adminRoutes {
-		id, ok, err := matchRoute(rt.pattern, path)
-		if !ok {
-			continue
-		}
-		if rt.method != r.Method {
-			allow = append(allow, rt.method)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		a := running.Load()
-		if a == nil {
-			return apiError(http.StatusServiceUnavailable, errors.New("the form_outbox app is not running"))
-		}
-		return rt.handle(a, w, r, id)
+	err := adminServer.ServeAdmin(w, r)
+	var re *adminapi.RouteError
+	if errors.As(err, &re) {
+		return caddy.APIError{HTTPStatus: re.Status, Err: re.Err}
 	}
-	if len(allow) > 0 {
-		slices.Sort(allow)
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		return apiError(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s%s", r.Method, adminPrefix, path))
-	}
-	return apiError(http.StatusNotFound, fmt.Errorf("no such form_outbox admin route: %s%s", adminPrefix, path))
+	return err
 }
 
-// matchRoute matches path against pattern; a malformed {id} matches with a 400 error, so
-// the method check still comes first.
-func matchRoute(pattern, path string) (uuid.UUID, bool, error) {
-	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
-	if len(ps) != len(xs) {
-		return uuid.Nil, false, nil
+// adminBackend is the App as the admin routes see it.
+type adminBackend struct{ a *App }
+
+func (b adminBackend) Store() outbox.Store               { return b.a.store }
+func (b adminBackend) Logger() *zap.Logger               { return b.a.logger }
+func (b adminBackend) Wake(ctx context.Context)          { b.a.worker.Broadcast(ctx) }
+func (b adminBackend) Health(ctx context.Context) Health { return b.a.health(ctx) }
+func (b adminBackend) ReplaySpool(ctx context.Context) (spool.Report, error) {
+	rep, err := b.a.ReplaySpool(ctx)
+	if errors.Is(err, errSpoolOff) {
+		return rep, adminapi.ErrSpoolOff
 	}
-	var (
-		id    uuid.UUID
-		badID error
-	)
-	for i, p := range ps {
-		if p == "{id}" {
-			u, err := uuid.Parse(xs[i])
-			if err != nil {
-				badID = apiError(http.StatusBadRequest, fmt.Errorf("malformed id %q: want a UUID", xs[i]))
-			}
-			id = u
-			continue
-		}
-		if p != xs[i] {
-			return uuid.Nil, false, nil
-		}
-	}
-	return id, true, badID
+	return rep, err
 }
 
-// apiError is an error Caddy's admin server answers with the given status and a JSON body
-// {"error": "..."}. Messages name ids and statuses only: Caddy logs them.
-func apiError(status int, err error) error {
-	return caddy.APIError{HTTPStatus: status, Err: err}
+// Health is the body of GET /form_outbox/health (internal/adminapi/views.go).
+type Health = adminapi.Health
+
+// SpoolHealth is the spool's part of the health body.
+type SpoolHealth = adminapi.SpoolHealth
+
+// health is the App's health as adminapi.CheckHealth judges it.
+func (a *App) health(ctx context.Context) Health {
+	return adminapi.CheckHealth(ctx, adminapi.HealthProbe{
+		Store:          a.store,
+		Driver:         a.storage.Driver,
+		Explain:        a.storageError,
+		Worker:         a.worker,
+		WorkerDisabled: a.workerDisabled(),
+		PollInterval:   a.pollInterval(),
+		Spool:          a.spoolHealth,
+		Stats:          a.metrics,
+	})
 }
 
-// storeError maps the store's sentinel errors to HTTP statuses.
-func storeError(err error) error {
-	switch {
-	case errors.Is(err, outbox.ErrNotFound):
-		return apiError(http.StatusNotFound, err)
-	case errors.Is(err, outbox.ErrNotRetryable), errors.Is(err, outbox.ErrNotReleasable):
-		return apiError(http.StatusConflict, err)
-	case errors.Is(err, outbox.ErrBadCursor):
-		return apiError(http.StatusBadRequest, err)
+// pollInterval is the worker's resolved tick.
+func (a *App) pollInterval() time.Duration {
+	if a.Worker != nil && a.Worker.PollInterval > 0 {
+		return time.Duration(a.Worker.PollInterval)
 	}
-	return apiError(http.StatusInternalServerError, err)
-}
-
-// ops is the App's store seen from the operator's side.
-func (a *App) ops() (outbox.Ops, error) {
-	o, ok := a.store.(outbox.Ops)
-	if !ok {
-		return nil, apiError(http.StatusNotImplemented, fmt.Errorf("store %T has no operator interface", a.store))
-	}
-	return o, nil
+	return outbox.DefaultPollInterval
 }
 
 // Interface guards.
 var (
-	_ caddy.Module      = AdminAPI{}
-	_ caddy.AdminRouter = AdminAPI{}
+	_ caddy.Module         = AdminAPI{}
+	_ caddy.AdminRouter    = AdminAPI{}
+	_ adminapi.Backend     = adminBackend{}
+	_ adminapi.WorkerState = (*outbox.Worker)(nil)
 )

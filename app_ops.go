@@ -7,13 +7,14 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 // opsState is what the App keeps for operations: metrics, events, retention. It is
 // embedded in App so app.go stays about delivery.
 type opsState struct {
-	metrics *appMetrics
+	metrics *adminapi.LiveStats // the live numbers behind health and the gauges
 	events  *caddyevents.App
 	pruner  *outbox.Pruner // nil when retention is off
 }

@@ -1,14 +1,12 @@
 package formoutbox
 
 import (
-	"context"
 	"errors"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -72,87 +70,9 @@ func (intakeCounters) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// statsTTL is how long scraped gauges reuse one Stats query: several scrapers (or a
-// scraper and health probes) cost one indexed query per TTL, whatever their rate.
-const statsTTL = 5 * time.Second
-
-// statsTimeout bounds the query behind a scrape.
-const statsTimeout = 2 * time.Second
-
-var (
-	backlogDesc = prometheus.NewDesc("form_outbox_backlog",
-		"Deliveries not yet sent: pending, failed with a retry scheduled, or sending.", nil, nil)
-	oldestDueDesc = prometheus.NewDesc("form_outbox_oldest_due_seconds",
-		"How long the oldest due delivery has been waiting (0 when none is due).", nil, nil)
-	deadDesc = prometheus.NewDesc("form_outbox_dead_deliveries",
-		"Deliveries in status dead, waiting for an operator to retry them.", nil, nil)
-	storageUpDesc = prometheus.NewDesc("form_outbox_storage_up",
-		"1 when the last stats query against the outbox database succeeded, else 0.", nil, nil)
-)
-
-// appMetrics computes the gauges from Ops.Stats, cached for statsTTL.
-type appMetrics struct {
-	app *App
-
-	mu  sync.Mutex
-	st  outbox.Stats
-	at  time.Time // when st was read; zero: never
-	err error
-}
-
-// rememberStats lets a fresh read (a health check) serve the next scrape too.
-func (m *appMetrics) rememberStats(st outbox.Stats, at time.Time) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.st, m.at, m.err = st, at, nil
-}
-
-func (m *appMetrics) stats() (outbox.Stats, time.Time, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.at.IsZero() && time.Since(m.at) < statsTTL && m.err == nil {
-		return m.st, m.at, nil
-	}
-	o, ok := m.app.store.(outbox.Ops)
-	if !ok {
-		return outbox.Stats{}, time.Time{}, errors.New("store has no stats")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
-	defer cancel()
-	now := time.Now()
-	st, err := o.Stats(ctx, now)
-	m.st, m.at, m.err = st, now, err
-	return st, now, err
-}
-
-// Describe implements prometheus.Collector.
-func (m *appMetrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- backlogDesc
-	ch <- oldestDueDesc
-	ch <- deadDesc
-	ch <- storageUpDesc
-}
-
-// Collect implements prometheus.Collector. When the database does not answer, only
-// form_outbox_storage_up (0) is reported: a stale backlog would look healthy.
-func (m *appMetrics) Collect(ch chan<- prometheus.Metric) {
-	st, at, err := m.stats()
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(storageUpDesc, prometheus.GaugeValue, 0)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(storageUpDesc, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(st.Backlog))
-	ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, st.OldestDueAge(at).Seconds())
-	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(st.Dead))
-}
-
 // registerMetrics adds the outbox's metrics to this config's registry.
 func (a *App) registerMetrics(reg *prometheus.Registry) error {
-	a.metrics = &appMetrics{app: a}
+	a.metrics = adminapi.NewLiveStats(a.store)
 	if reg == nil {
 		return nil
 	}
@@ -199,7 +119,4 @@ func (a *App) received(sub *outbox.Submission, stored outbox.AcceptResult) {
 	a.emitSubmissionReceived(sub, stored)
 }
 
-var (
-	_ prometheus.Collector = (*appMetrics)(nil)
-	_ prometheus.Collector = intakeCounters{}
-)
+var _ prometheus.Collector = intakeCounters{}

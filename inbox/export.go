@@ -15,7 +15,7 @@ import (
 )
 
 // ExportColumns are the CSV columns of every export (the inbox's and the admin API's,
-// admin_export.go). Forms differ in their fields and a stream cannot know every field
+// internal/adminapi/export.go). Forms differ in their fields and a stream cannot know every field
 // name before the last row, so the fields travel as one JSON object (in the visitor's
 // order) in the data column. The client IP stays out (it may be the address itself, see
 // intake/meta.go, and a spreadsheet travels further than the database); the NDJSON export

@@ -1,7 +1,9 @@
-// Package adminapi is what the form_outbox admin routes and `caddy form-outbox` share:
-// the JSON shapes of the answers (views.go) and the HTTP client the CLI talks to the
-// routes with. It knows nothing of Caddy, so it tests in milliseconds; internal/command
-// resolves Caddy's admin address and hands this package a network and an address.
+// Package adminapi is the form_outbox admin API: the server (server.go, one
+// http.ServeMux of method+path patterns), the JSON shapes of its answers (views.go) and
+// the HTTP client `caddy form-outbox` talks to it with. It knows nothing of Caddy, so it
+// tests in milliseconds: the root package's App implements Backend and mounts the server
+// as Caddy's admin.api.form_outbox module, and internal/command resolves Caddy's admin
+// address and hands the client a network and an address.
 package adminapi
 
 import (

@@ -6,7 +6,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// The admin API's JSON shapes. The routes in the repository root (admin*.go) write them
+// The admin API's JSON shapes. The admin routes (server.go and the files it names) write them
 // and `caddy form-outbox` (internal/command) reads them; with --json the CLI prints them
 // unchanged, so they are its contract too.
 
@@ -44,7 +44,7 @@ type Delivery struct {
 	UpdatedAt         time.Time  `json:"updated_at"`
 	SentAt            *time.Time `json:"sent_at,omitempty"`
 	History           []Attempt  `json:"history,omitempty"`
-	// Feedback is what the provider reported after sending (admin_suppression.go).
+	// Feedback is what the provider reported after sending (suppressions.go).
 	Feedback []Feedback `json:"feedback,omitempty"`
 }
 

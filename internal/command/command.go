@@ -1,7 +1,7 @@
 // Package command is `caddy form-outbox`: one cobra subcommand per verb, each with only
 // its own flags and its own --help, registered with Caddy's command line the way Caddy's
-// own commands are. The verbs talk to the form_outbox admin routes (admin*.go in the
-// repository root) through internal/adminapi; the root imports this package only for its
+// own commands are. The verbs talk to the form_outbox admin routes (served by
+// internal/adminapi/server.go) through internal/adminapi; the root imports this package only for its
 // registration (cli.go there).
 package command
 

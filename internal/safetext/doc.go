@@ -3,6 +3,6 @@
 // starts like a formula is run as one) and a terminal (escape sequences retitle the
 // window, rewrite what is on screen or, on some terminals, answer back with input).
 // Submissions are written by anyone on the internet, so both must treat every stored
-// string as hostile. The package knows nothing of Caddy or the outbox; admin_export.go
-// in the repository root and internal/command use it.
+// string as hostile. The package knows nothing of Caddy or the outbox; the exports
+// (inbox/export.go, which internal/adminapi/export.go shares) and internal/command use it.
 package safetext

@@ -1,4 +1,4 @@
-package formoutbox
+package adminapi
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // serveExport streams matching submissions as NDJSON (default) or CSV, newest first. The
 // store is read a page at a time and the writer flushes as it goes, so neither Caddy nor
 // the database holds the whole table.
-func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+func serveExport(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	q := r.URL.Query()
 	f, err := submissionFilter(q, time.Now(), "format")
 	if err != nil {
@@ -33,7 +33,7 @@ func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) er
 	if format != "ndjson" && format != "csv" {
 		return apiError(http.StatusBadRequest, fmt.Errorf("format %q: want ndjson or csv", format))
 	}
-	o, err := a.ops()
+	o, err := ops(b)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) er
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Header().Set("Content-Disposition", `attachment; filename="form_outbox.ndjson"`)
 		enc := json.NewEncoder(bw)
-		write = func(s *outbox.Submission) error { return enc.Encode(newSubmissionView(s)) }
+		write = func(s *outbox.Submission) error { return enc.Encode(newSubmission(s)) }
 	}
 	flusher, _ := w.(http.Flusher)
 	n := 0
@@ -72,12 +72,12 @@ func serveExport(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) er
 	if err != nil {
 		// Once rows went out the status is sent: the client sees a truncated body (no
 		// final newline for NDJSON) and the log says why.
-		a.logger.Error("export submissions", zap.Int("rows_written", n), zap.Error(err))
+		b.Logger().Error("export submissions", zap.Int("rows_written", n), zap.Error(err))
 		if n == 0 {
 			return storeError(err)
 		}
 		return nil
 	}
-	a.logger.Info("submissions exported", zap.Int("rows", n), zap.String("format", format))
+	b.Logger().Info("submissions exported", zap.Int("rows", n), zap.String("format", format))
 	return flush()
 }

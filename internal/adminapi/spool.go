@@ -1,31 +1,28 @@
-package formoutbox
+package adminapi
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-func init() {
-	addAdminRoute(http.MethodPost, "spool/replay", serveSpoolReplay)
-}
-
 // adminReplayTimeout bounds one manual pass; the background replayer finishes the rest.
 const adminReplayTimeout = 2 * time.Minute
 
 // serveSpoolReplay runs one replay pass now instead of waiting for the replayer's tick.
 // A pass stopped by the store answers 503 with what it did so far and the error.
-func serveSpoolReplay(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	if a.openSpool() == nil {
-		return apiError(http.StatusConflict, errSpoolOff)
-	}
+func serveSpoolReplay(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(r.Context(), adminReplayTimeout)
 	defer cancel()
-	rep, err := a.ReplaySpool(ctx)
-	ans := replayAnswer{Stored: rep.Stored, Duplicates: rep.Duplicates, Segments: rep.Segments,
+	rep, err := b.ReplaySpool(ctx)
+	if errors.Is(err, ErrSpoolOff) {
+		return apiError(http.StatusConflict, ErrSpoolOff)
+	}
+	ans := Replay{Stored: rep.Stored, Duplicates: rep.Duplicates, Segments: rep.Segments,
 		Corrupt: rep.Corrupt, Remaining: rep.Remaining}
 	status := http.StatusOK
 	if err != nil {

@@ -1,4 +1,4 @@
-package formoutbox
+package adminapi
 
 import (
 	"context"
@@ -24,11 +24,6 @@ import (
 //	DELETE /form_outbox/suppressions                {"address": "..."}: send to it again
 //
 // Addresses travel in bodies, never in the URL: Caddy's admin server logs request URIs.
-func init() {
-	addAdminRoute(http.MethodGet, "suppressions", serveListSuppressions)
-	addAdminRoute(http.MethodPost, "suppressions", serveAddSuppression)
-	addAdminRoute(http.MethodDelete, "suppressions", serveRemoveSuppression)
-}
 
 type suppressionView struct {
 	Address    string    `json:"address"`
@@ -38,37 +33,33 @@ type suppressionView struct {
 }
 
 // addFeedback fills a delivery view's post-send feedback, when the store keeps any.
-func (a *App) addFeedback(ctx context.Context, dv *deliveryView) error {
-	fs := a.feedbackStore()
-	if fs == nil {
+func addFeedback(ctx context.Context, store outbox.Store, d outbox.Delivery, dv *Delivery) error {
+	fs, ok := store.(outbox.FeedbackStore)
+	if !ok {
 		return nil
 	}
-	id, err := uuid.Parse(dv.ID)
-	if err != nil {
-		return apiError(http.StatusInternalServerError, err)
-	}
-	list, err := fs.ListFeedback(ctx, id)
+	list, err := fs.ListFeedback(ctx, d.ID)
 	if err != nil {
 		return storeError(err)
 	}
 	for _, f := range list {
-		dv.Feedback = append(dv.Feedback, feedbackView{Source: f.Source, Kind: string(f.Kind),
+		dv.Feedback = append(dv.Feedback, Feedback{Source: f.Source, Kind: string(f.Kind),
 			BounceType: f.BounceType, Diagnostic: f.Diagnostic, ProviderMessageID: f.ProviderMessageID,
 			OccurredAt: f.OccurredAt, ReceivedAt: f.ReceivedAt})
 	}
 	return nil
 }
 
-func (a *App) suppressions() (outbox.FeedbackStore, error) {
-	fs := a.feedbackStore()
-	if fs == nil {
-		return nil, apiError(http.StatusNotImplemented, fmt.Errorf("store %T keeps no suppression list", a.store))
+func suppressions(b Backend) (outbox.FeedbackStore, error) {
+	fs, ok := b.Store().(outbox.FeedbackStore)
+	if !ok {
+		return nil, apiError(http.StatusNotImplemented, fmt.Errorf("store %T keeps no suppression list", b.Store()))
 	}
 	return fs, nil
 }
 
-func serveListSuppressions(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	fs, err := a.suppressions()
+func serveListSuppressions(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	fs, err := suppressions(b)
 	if err != nil {
 		return err
 	}
@@ -99,8 +90,8 @@ func serveListSuppressions(a *App, w http.ResponseWriter, r *http.Request, _ uui
 	return writeJSON(w, http.StatusOK, map[string]any{"suppressions": out})
 }
 
-func serveAddSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	fs, err := a.suppressions()
+func serveAddSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	fs, err := suppressions(b)
 	if err != nil {
 		return err
 	}
@@ -116,12 +107,12 @@ func serveAddSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uuid.
 	if err := fs.AddSuppression(ctx, outbox.Suppression{Address: in.Address, Reason: in.Reason, CreatedAt: time.Now()}); err != nil {
 		return storeError(err)
 	}
-	a.logger.Info("address suppressed by admin request")
+	b.Logger().Info("address suppressed by admin request")
 	return writeJSON(w, http.StatusOK, map[string]string{"address": outbox.NormalizeAddress(in.Address), "result": "suppressed"})
 }
 
-func serveRemoveSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	fs, err := a.suppressions()
+func serveRemoveSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	fs, err := suppressions(b)
 	if err != nil {
 		return err
 	}
@@ -139,7 +130,7 @@ func serveRemoveSuppression(a *App, w http.ResponseWriter, r *http.Request, _ uu
 		}
 		return storeError(err)
 	}
-	a.logger.Info("address removed from the suppression list by admin request", zap.Bool("removed", true))
+	b.Logger().Info("address removed from the suppression list by admin request", zap.Bool("removed", true))
 	return writeJSON(w, http.StatusOK, map[string]string{"address": outbox.NormalizeAddress(addr), "result": "removed"})
 }
 

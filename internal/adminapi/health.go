@@ -1,0 +1,110 @@
+package adminapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// healthTimeout bounds the storage checks of one health request: a hung database must
+// answer 503 quickly, not hang the load balancer's probe.
+const healthTimeout = 2 * time.Second
+
+// staleTicks is how many poll intervals may pass without a worker pass before health
+// reports the worker stuck.
+const staleTicks = 3
+
+// WorkerState is what health reads of the delivery worker (*outbox.Worker has it).
+type WorkerState interface {
+	Running() bool
+	Owner() string
+	LastTick() time.Time
+}
+
+// HealthProbe is what CheckHealth looks at; the root package's App fills it.
+type HealthProbe struct {
+	Store outbox.Store
+	// Driver names the database kind ("sqlite", "postgres").
+	Driver string
+	// Explain turns a failed ping into the operator's diagnosis (wrong host, password...).
+	Explain func(error) string
+	Worker  WorkerState
+	// WorkerDisabled is `worker off`: a worker that never runs is then no problem.
+	WorkerDisabled bool
+	PollInterval   time.Duration
+	// Spool reports the spool's part; it is read after the storage checks.
+	Spool func() SpoolHealth
+	// Stats, when set, keeps the numbers read here for the next /metrics scrape.
+	Stats *LiveStats
+}
+
+// CheckHealth checks storage (ping latency), the worker (alive and passing at least every
+// staleTicks poll intervals) and reads the live outbox numbers. Any problem makes the
+// status "unhealthy", which GET /form_outbox/health answers with 503.
+func CheckHealth(ctx context.Context, p HealthProbe) Health {
+	h := Health{Status: "ok", Storage: StorageHealth{Driver: p.Driver}}
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+
+	start := time.Now()
+	err := p.Store.Ping(ctx)
+	h.Storage.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		h.Storage.Error = p.Explain(err)
+		h.Problems = append(h.Problems, "storage unreachable")
+	} else {
+		h.Storage.Reachable = true
+		if o, ok := p.Store.(outbox.Ops); ok {
+			now := time.Now()
+			st, err := o.Stats(ctx, now)
+			if err != nil {
+				h.Storage.Reachable = false
+				h.Storage.Error = err.Error()
+				h.Problems = append(h.Problems, "storage unreachable")
+			} else {
+				p.Stats.Remember(st, now)
+				h.Outbox = &OutboxHealth{
+					Backlog: st.Backlog, Due: st.Due, Dead: st.Dead,
+					OldestDueSeconds: st.OldestDueAge(now).Seconds(),
+				}
+			}
+		}
+	}
+
+	h.Worker = WorkerHealth{Disabled: p.WorkerDisabled, Running: p.Worker.Running(), Owner: p.Worker.Owner(), PollIntervalSeconds: p.PollInterval.Seconds()}
+	if last := p.Worker.LastTick(); !last.IsZero() {
+		h.Worker.LastTick = &last
+		h.Worker.SinceLastTickSecs = time.Since(last).Seconds()
+	}
+	switch {
+	case h.Worker.Disabled:
+	case !h.Worker.Running:
+		h.Problems = append(h.Problems, "worker not running")
+	case h.Worker.LastTick == nil || time.Since(*h.Worker.LastTick) > staleTicks*p.PollInterval:
+		h.Problems = append(h.Problems, "worker has not polled within 3 poll intervals")
+	}
+
+	sh := p.Spool()
+	h.Spool = &sh
+	if !sh.Healthy {
+		h.Problems = append(h.Problems, "spool cannot take submissions: "+sh.Error)
+	}
+	if len(h.Problems) > 0 {
+		h.Status = "unhealthy"
+	}
+	return h
+}
+
+func serveHealth(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	h := b.Health(r.Context())
+	status := http.StatusOK
+	if h.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, status, h)
+}
