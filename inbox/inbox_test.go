@@ -286,6 +286,40 @@ func TestReleaseSpamAndErase(t *testing.T) {
 	}
 }
 
+// A submission quarantined for a schema violation says which fields failed, from the
+// schema.violation event intake wrote with it, and its history names them.
+func TestSchemaViolationShowsTheFailedFields(t *testing.T) {
+	f := newFixture(t)
+	sub := storetest.NewSubmission("contact", storetest.WithCreatedAt(now.Add(-time.Hour)),
+		storetest.WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
+	data, err := json.Marshal(outbox.SchemaViolationData{Form: "contact", Errors: []outbox.FieldError{
+		{Field: "email", Message: "email must be a valid email address"},
+		{Field: "<b>x</b>", Message: "<b>x</b> must be at most 5000 characters"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Events = []outbox.Event{{Kind: outbox.EventSchemaViolation, Data: data}}
+	storetest.MustAccept(t, f.store, sub)
+
+	w := f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil)
+	body := w.Body.String()
+	for _, want := range []string{
+		`<h2 id="why-h">Fields that failed</h2>`,
+		`<li data-field="email">email must be a valid email address</li>`,
+		`<li data-field="&lt;b&gt;x&lt;/b&gt;">&lt;b&gt;x&lt;/b&gt; must be at most 5000 characters</li>`,
+		`<code>schema.violation</code> <small>fields email, &lt;b&gt;x&lt;/b&gt;</small>`,
+	} {
+		if w.Code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("status %d, page lacks %s:\n%s", w.Code, want, body)
+		}
+	}
+	other, _ := f.accept("contact", storetest.WithStatus(outbox.SubmissionQuarantined, outbox.ReasonOriginRejected))
+	if page := f.do("GET", "/inbox/submissions/"+other.ID.String(), nil, nil).Body.String(); strings.Contains(page, "Fields that failed") {
+		t.Errorf("a submission held for its origin lists failed fields:\n%s", page)
+	}
+}
+
 func TestBulkRetryRetriesEveryDeadOfTheFilter(t *testing.T) {
 	f := newFixture(t)
 	_, c1 := f.accept("contact")

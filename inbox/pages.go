@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -262,6 +263,7 @@ func (h *Handler) detail(rq *request, raw string) {
 		S          *outbox.Submission
 		Deliveries []deliveryRow
 		Events     []eventRow
+		Violations []outbox.FieldError // which fields failed, for a schema violation
 		Releasable bool
 		Spammable  bool
 	}{L: rq.layout("list"), S: sub,
@@ -286,6 +288,11 @@ func (h *Handler) detail(rq *request, raw string) {
 	}
 	for _, e := range evs {
 		data.Events = append(data.Events, newEventRow(e))
+		if e.Kind == outbox.EventSchemaViolation {
+			var v outbox.SchemaViolationData
+			_ = json.Unmarshal(e.Data, &v) // a malformed one leaves the reason alone on the page
+			data.Violations = v.Errors
+		}
 	}
 	rq.render(http.StatusOK, "detail", data)
 }
@@ -296,10 +303,19 @@ func newEventRow(e outbox.Event) eventRow {
 		User       string `json:"user"`
 		Route      string `json:"route"`
 		FromStatus string `json:"from_status"`
+		Errors     []outbox.FieldError
 	}
 	_ = json.Unmarshal(e.Data, &d) // an event without these members shows its kind alone
 	row := eventRow{Kind: e.Kind, At: e.At, User: d.User}
 	switch {
+	case len(d.Errors) > 0:
+		fields := make([]string, 0, len(d.Errors))
+		for _, fe := range d.Errors {
+			if !slices.Contains(fields, fe.Field) {
+				fields = append(fields, fe.Field)
+			}
+		}
+		row.Note = "fields " + strings.Join(fields, ", ")
 	case d.Route != "":
 		row.Note = "route " + d.Route
 	case d.FromStatus != "":
