@@ -320,6 +320,36 @@ func TestSchemaViolationShowsTheFailedFields(t *testing.T) {
 	}
 }
 
+// Removing an address from the suppression list takes it off and records who did it: on
+// the suppression page and in the history of the submission whose delivery listed it.
+func TestSuppressionRemovalNamesTheUser(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sub, d := f.accept("contact")
+	if err := f.store.AddSuppression(ctx, outbox.Suppression{Address: "sales@example.com", Reason: "bounce",
+		DeliveryID: d.ID, CreatedAt: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	w := f.do("POST", "/inbox/suppressions/remove", post("address", "sales@example.com"), nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/inbox/suppressions?done=unlisted" {
+		t.Fatalf("remove: %d %q %s", w.Code, w.Header().Get("Location"), w.Body)
+	}
+	if ok, err := f.store.IsSuppressed(ctx, "sales@example.com"); ok || err != nil {
+		t.Errorf("still suppressed (%v)", err)
+	}
+	page := f.do("GET", "/inbox/suppressions?done=unlisted", nil, nil).Body.String()
+	if !strings.Contains(page, `sales@example.com by <strong class="actor">ops</strong>`) {
+		t.Errorf("the suppression page does not name who removed the address:\n%s", page)
+	}
+	page = f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil).Body.String()
+	if !strings.Contains(page, `suppression.removed</code> by <strong class="actor">ops</strong> <small>address sales@example.com</small>`) {
+		t.Errorf("the submission's history does not name who removed its address:\n%s", page)
+	}
+	if w := f.do("POST", "/inbox/suppressions/remove", post("address", "sales@example.com"), nil); w.Code != http.StatusNotFound {
+		t.Errorf("remove twice: %d, want 404", w.Code)
+	}
+}
+
 func TestBulkRetryRetriesEveryDeadOfTheFilter(t *testing.T) {
 	f := newFixture(t)
 	_, c1 := f.accept("contact")

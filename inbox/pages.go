@@ -239,6 +239,15 @@ type deliveryRow struct {
 	Retryable bool
 }
 
+// recentRemovals is how many suppression removals the suppression page lists, newest
+// first: the audit trail of an action that belongs to no submission.
+const recentRemovals = 20
+
+type removalRow struct {
+	Address, User string
+	At            time.Time
+}
+
 type eventRow struct {
 	Kind string
 	At   time.Time
@@ -303,6 +312,7 @@ func newEventRow(e outbox.Event) eventRow {
 		User       string `json:"user"`
 		Route      string `json:"route"`
 		FromStatus string `json:"from_status"`
+		Address    string `json:"address"`
 		Errors     []outbox.FieldError
 	}
 	_ = json.Unmarshal(e.Data, &d) // an event without these members shows its kind alone
@@ -316,6 +326,8 @@ func newEventRow(e outbox.Event) eventRow {
 			}
 		}
 		row.Note = "fields " + strings.Join(fields, ", ")
+	case d.Address != "":
+		row.Note = "address " + d.Address
 	case d.Route != "":
 		row.Note = "route " + d.Route
 	case d.FromStatus != "":
@@ -345,8 +357,20 @@ func (h *Handler) suppressions(rq *request) {
 		rq.storeFailed(err)
 		return
 	}
-	rq.render(http.StatusOK, "suppressions", struct {
-		L     layout
-		Items []outbox.Suppression
-	}{rq.layout("suppressions"), list})
+	removed, err := h.cfg.Store.ListEvents(ctx, outbox.EventSuppressionRemoved, recentRemovals)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	data := struct {
+		L       layout
+		Items   []outbox.Suppression
+		Removed []removalRow
+	}{L: rq.layout("suppressions"), Items: list}
+	for _, e := range removed {
+		var d struct{ User, Address string }
+		_ = json.Unmarshal(e.Data, &d) // a malformed one shows its time alone
+		data.Removed = append(data.Removed, removalRow{Address: d.Address, User: d.User, At: e.At})
+	}
+	rq.render(http.StatusOK, "suppressions", data)
 }
