@@ -21,7 +21,7 @@ func init() {
 //		forms NAME...                      # which forms it shows (default: all)
 //		title TEXT                         # heads every page
 //		base_path /PATH                    # default: from the matcher /PATH*
-//		user_header NAME                   # the header forward_auth copies the user into
+//		user_header NAME                   # the header of the forward_auth answer naming the user
 //		protected_elsewhere                # serve without a Caddy auth handler
 //	}
 //

@@ -29,12 +29,15 @@ type InboxHandler struct {
 	// BasePath is the path prefix the inbox is served under (the Caddyfile derives it
 	// from a matcher such as /inbox*).
 	BasePath string `json:"base_path,omitempty"`
-	// UserHeader names the request header holding the authenticated user, for
-	// forward_auth (`copy_headers Remote-User`). Used when basic_auth set no user.
+	// UserHeader names the header of the forward_auth auth server's 2xx answer that
+	// holds the authenticated user (the one `copy_headers Remote-User` copies). The inbox
+	// reads it from that answer, never from the client's request, so a client sending
+	// the header itself gets nowhere. Used when basic_auth set no user.
 	UserHeader string `json:"user_header,omitempty"`
 	// ProtectedElsewhere serves requests no Caddy authentication handler vouched for,
-	// recording actions as "operator" (or UserHeader's value): for setups where a VPN or
-	// a proxy in front of Caddy protects the inbox.
+	// recording actions as "operator" (or UserHeader's value as the request carries it,
+	// which the proxy in front must set): for setups where a VPN or a proxy in front of
+	// Caddy protects the inbox.
 	ProtectedElsewhere bool `json:"protected_elsewhere,omitempty"`
 
 	inbox *inbox.Handler
@@ -43,7 +46,8 @@ type InboxHandler struct {
 // unprotectedMessage is the 403 answer of an inbox no authentication protects.
 const unprotectedMessage = "This inbox answers only requests that a Caddy authentication handler let through. " +
 	"Protect its paths with basic_auth (for example `basic_auth /inbox* { ops HASH }`, the hash from `caddy hash-password`) " +
-	"or with forward_auth and the `user_header` option of form_outbox_inbox; if something else protects it, " +
+	"or with forward_auth on every inbox path and the `user_header` option of form_outbox_inbox naming a header " +
+	"of the auth server's answer (the one copy_headers copies); if something else protects it, " +
 	"set `protected_elsewhere`.\n"
 
 // CaddyModule returns the Caddy module information.
@@ -103,23 +107,48 @@ func (h *InboxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	return nil
 }
 
-// user is who the request acts as: basic_auth's user id, else the forward_auth header,
-// else "operator" when the inbox is protected elsewhere, else nobody.
+// user is who the request acts as: basic_auth's user id, else the user forward_auth's
+// auth server answered with, else "operator" (or the header as sent) when the inbox is
+// protected elsewhere, else nobody.
 func (h *InboxHandler) user(r *http.Request) string {
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl != nil {
 		if id, _ := repl.GetString("http.auth.user.id"); id != "" {
 			return id
 		}
 	}
-	if h.UserHeader != "" {
-		if v := strings.TrimSpace(r.Header.Get(h.UserHeader)); v != "" {
+	if h.UserHeader != "" && repl != nil {
+		if v := forwardAuthUser(repl, h.UserHeader); v != "" {
 			return v
 		}
 	}
 	if h.ProtectedElsewhere {
+		if h.UserHeader != "" {
+			if v := strings.TrimSpace(r.Header.Get(h.UserHeader)); v != "" {
+				return v
+			}
+		}
 		return "operator"
 	}
 	return ""
+}
+
+// forwardAuthUser is the value of header name in the 2xx answer of the auth server a
+// forward_auth in front of the inbox asked, or "" when no forward_auth let this request
+// through. It reads the reverse proxy's response placeholders, which only a proxy's
+// round trip sets, instead of the request header: a request header of that name may
+// still be the client's own when forward_auth's matcher does not cover every inbox path
+// (forward_auth /inbox/* leaves /inbox), when copy_headers names another header, or when
+// no forward_auth is configured at all. forward_auth itself deletes the client's copy of
+// each copy_headers header (modules/caddyhttp/reverseproxy/forwardauth/caddyfile.go in
+// Caddy), so on a covered path the two agree; on any other path this check fails closed.
+func forwardAuthUser(repl *caddy.Replacer, name string) string {
+	code, _ := repl.Get("http.reverse_proxy.status_code")
+	if c, ok := code.(int); !ok || c < 200 || c > 299 {
+		return ""
+	}
+	v, _ := repl.GetString("http.reverse_proxy.header." + http.CanonicalHeaderKey(name))
+	return strings.TrimSpace(v)
 }
 
 var (

@@ -208,6 +208,9 @@ func testInbox(t *testing.T, storage, hash string, screenshots bool) {
 	if got := text("#status"); got != "quarantined" {
 		t.Fatalf("held status = %q", got)
 	}
+	if got := text("#violations"); got != "name is required" {
+		t.Errorf("held submission's failed fields = %q, want the missing name", got)
+	}
 	click("#release")
 	waitStatus(held, "sent")
 

@@ -173,11 +173,10 @@ func (rq *request) bulkFailed(n int, err error) {
 		" deliveries were queued again; those stand. Try again to queue the rest.")
 }
 
+// removeSuppression takes an address off the list through Act, so the removal and its
+// event naming the user are one transaction, like every other action of the inbox.
 func (h *Handler) removeSuppression(rq *request) {
-	addr := rq.r.PostFormValue("address")
-	ctx, cancel := rq.ctx()
-	defer cancel()
-	err := h.cfg.Store.RemoveSuppression(ctx, addr)
+	err := rq.act(outbox.Action{Kind: outbox.ActionUnsuppress, Address: rq.r.PostFormValue("address")})
 	if errors.Is(err, outbox.ErrNotFound) {
 		rq.fail(http.StatusNotFound, "That address is not on the suppression list. Nothing was changed.")
 		return
@@ -186,6 +185,5 @@ func (h *Handler) removeSuppression(rq *request) {
 		rq.storeFailed(err)
 		return
 	}
-	h.cfg.Logger.Info("inbox action", zap.String("action", "unsuppress"), zap.String("user", rq.user))
 	rq.redirect("/suppressions", url.Values{"done": {"unlisted"}})
 }

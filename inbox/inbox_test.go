@@ -286,6 +286,70 @@ func TestReleaseSpamAndErase(t *testing.T) {
 	}
 }
 
+// A submission quarantined for a schema violation says which fields failed, from the
+// schema.violation event intake wrote with it, and its history names them.
+func TestSchemaViolationShowsTheFailedFields(t *testing.T) {
+	f := newFixture(t)
+	sub := storetest.NewSubmission("contact", storetest.WithCreatedAt(now.Add(-time.Hour)),
+		storetest.WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
+	data, err := json.Marshal(outbox.SchemaViolationData{Form: "contact", Errors: []outbox.FieldError{
+		{Field: "email", Message: "email must be a valid email address"},
+		{Field: "<b>x</b>", Message: "<b>x</b> must be at most 5000 characters"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Events = []outbox.Event{{Kind: outbox.EventSchemaViolation, Data: data}}
+	storetest.MustAccept(t, f.store, sub)
+
+	w := f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil)
+	body := w.Body.String()
+	for _, want := range []string{
+		`<h2 id="why-h">Fields that failed</h2>`,
+		`<li data-field="email">email must be a valid email address</li>`,
+		`<li data-field="&lt;b&gt;x&lt;/b&gt;">&lt;b&gt;x&lt;/b&gt; must be at most 5000 characters</li>`,
+		`<code>schema.violation</code> <small>fields email, &lt;b&gt;x&lt;/b&gt;</small>`,
+	} {
+		if w.Code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("status %d, page lacks %s:\n%s", w.Code, want, body)
+		}
+	}
+	other, _ := f.accept("contact", storetest.WithStatus(outbox.SubmissionQuarantined, outbox.ReasonOriginRejected))
+	if page := f.do("GET", "/inbox/submissions/"+other.ID.String(), nil, nil).Body.String(); strings.Contains(page, "Fields that failed") {
+		t.Errorf("a submission held for its origin lists failed fields:\n%s", page)
+	}
+}
+
+// Removing an address from the suppression list takes it off and records who did it: on
+// the suppression page and in the history of the submission whose delivery listed it.
+func TestSuppressionRemovalNamesTheUser(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sub, d := f.accept("contact")
+	if err := f.store.AddSuppression(ctx, outbox.Suppression{Address: "sales@example.com", Reason: "bounce",
+		DeliveryID: d.ID, CreatedAt: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	w := f.do("POST", "/inbox/suppressions/remove", post("address", "sales@example.com"), nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/inbox/suppressions?done=unlisted" {
+		t.Fatalf("remove: %d %q %s", w.Code, w.Header().Get("Location"), w.Body)
+	}
+	if ok, err := f.store.IsSuppressed(ctx, "sales@example.com"); ok || err != nil {
+		t.Errorf("still suppressed (%v)", err)
+	}
+	page := f.do("GET", "/inbox/suppressions?done=unlisted", nil, nil).Body.String()
+	if !strings.Contains(page, `sales@example.com by <strong class="actor">ops</strong>`) {
+		t.Errorf("the suppression page does not name who removed the address:\n%s", page)
+	}
+	page = f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil).Body.String()
+	if !strings.Contains(page, `suppression.removed</code> by <strong class="actor">ops</strong> <small>address sales@example.com</small>`) {
+		t.Errorf("the submission's history does not name who removed its address:\n%s", page)
+	}
+	if w := f.do("POST", "/inbox/suppressions/remove", post("address", "sales@example.com"), nil); w.Code != http.StatusNotFound {
+		t.Errorf("remove twice: %d, want 404", w.Code)
+	}
+}
+
 func TestBulkRetryRetriesEveryDeadOfTheFilter(t *testing.T) {
 	f := newFixture(t)
 	_, c1 := f.accept("contact")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -238,6 +239,15 @@ type deliveryRow struct {
 	Retryable bool
 }
 
+// recentRemovals is how many suppression removals the suppression page lists, newest
+// first: the audit trail of an action that belongs to no submission.
+const recentRemovals = 20
+
+type removalRow struct {
+	Address, User string
+	At            time.Time
+}
+
 type eventRow struct {
 	Kind string
 	At   time.Time
@@ -262,6 +272,7 @@ func (h *Handler) detail(rq *request, raw string) {
 		S          *outbox.Submission
 		Deliveries []deliveryRow
 		Events     []eventRow
+		Violations []outbox.FieldError // which fields failed, for a schema violation
 		Releasable bool
 		Spammable  bool
 	}{L: rq.layout("list"), S: sub,
@@ -286,6 +297,11 @@ func (h *Handler) detail(rq *request, raw string) {
 	}
 	for _, e := range evs {
 		data.Events = append(data.Events, newEventRow(e))
+		if e.Kind == outbox.EventSchemaViolation {
+			var v outbox.SchemaViolationData
+			_ = json.Unmarshal(e.Data, &v) // a malformed one leaves the reason alone on the page
+			data.Violations = v.Errors
+		}
 	}
 	rq.render(http.StatusOK, "detail", data)
 }
@@ -296,10 +312,22 @@ func newEventRow(e outbox.Event) eventRow {
 		User       string `json:"user"`
 		Route      string `json:"route"`
 		FromStatus string `json:"from_status"`
+		Address    string `json:"address"`
+		Errors     []outbox.FieldError
 	}
 	_ = json.Unmarshal(e.Data, &d) // an event without these members shows its kind alone
 	row := eventRow{Kind: e.Kind, At: e.At, User: d.User}
 	switch {
+	case len(d.Errors) > 0:
+		fields := make([]string, 0, len(d.Errors))
+		for _, fe := range d.Errors {
+			if !slices.Contains(fields, fe.Field) {
+				fields = append(fields, fe.Field)
+			}
+		}
+		row.Note = "fields " + strings.Join(fields, ", ")
+	case d.Address != "":
+		row.Note = "address " + d.Address
 	case d.Route != "":
 		row.Note = "route " + d.Route
 	case d.FromStatus != "":
@@ -329,8 +357,20 @@ func (h *Handler) suppressions(rq *request) {
 		rq.storeFailed(err)
 		return
 	}
-	rq.render(http.StatusOK, "suppressions", struct {
-		L     layout
-		Items []outbox.Suppression
-	}{rq.layout("suppressions"), list})
+	removed, err := h.cfg.Store.ListEvents(ctx, outbox.EventSuppressionRemoved, recentRemovals)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	data := struct {
+		L       layout
+		Items   []outbox.Suppression
+		Removed []removalRow
+	}{L: rq.layout("suppressions"), Items: list}
+	for _, e := range removed {
+		var d struct{ User, Address string }
+		_ = json.Unmarshal(e.Data, &d) // a malformed one shows its time alone
+		data.Removed = append(data.Removed, removalRow{Address: d.Address, User: d.User, At: e.At})
+	}
+	rq.render(http.StatusOK, "suppressions", data)
 }

@@ -17,8 +17,9 @@ import (
 //     comes before everything else because it is what bounds the rows a flood writes.
 //  3. Honeypot filled: spam/honeypot (no further checks: a bot learns nothing).
 //  4. Origin not allowed: quarantined/origin_rejected.
-//  5. Field spec: in enforce mode quarantined/schema_violation (answered 422); in
-//     monitor mode accepted with a schema.drift event, also for unknown fields.
+//  5. Field spec: in enforce mode quarantined/schema_violation (answered 422) with a
+//     schema.violation event naming the failed fields; in monitor mode accepted with a
+//     schema.drift event, also for unknown fields.
 //  6. Captcha, only for a post still accepted (no verifier call for junk): missing or
 //     rejected token spam/captcha_failed; verifier slow, down or misconfigured
 //     quarantined/captcha_unavailable, so a real lead is kept for review.
@@ -64,6 +65,11 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 		}
 	} else if len(res.Violations) > 0 && sub.Status == outbox.SubmissionAccepted {
 		sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation
+		ev, err := violationEvent(c.Form, res.Violations, now)
+		if err != nil {
+			return err
+		}
+		sub.Events = append(sub.Events, ev)
 	}
 
 	if c.Captcha != nil && sub.Status == outbox.SubmissionAccepted {

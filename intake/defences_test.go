@@ -98,6 +98,40 @@ func TestMonitorModeRecordsDrift(t *testing.T) {
 	}
 }
 
+// Enforce mode quarantines a post that breaks the spec, and the store writes which fields
+// failed (the 422's messages, never the values) in the same transaction, for the inbox.
+func TestEnforceModeRecordsViolations(t *testing.T) {
+	s := openRealStore(t)
+	c := contactConfig(t)
+	w := s.serve(t, c, postForm(form("email", "not-an-address", "message", "secret value")))
+	if w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d", w.Code)
+	}
+	var sub row
+	for _, r := range s.rows(t) {
+		sub = r
+	}
+	if sub.Status+"/"+sub.Reason != "quarantined/schema_violation" ||
+		fmt.Sprint(sub.Events) != "[submission.received schema.violation]" {
+		t.Fatalf("stored %s/%s with events %v", sub.Status, sub.Reason, sub.Events)
+	}
+	events, err := s.ListEvents(t.Context(), outbox.EventSchemaViolation, 5)
+	if err != nil || len(events) != 1 {
+		t.Fatalf("events %v %v", events, err)
+	}
+	var data outbox.SchemaViolationData
+	if err := json.Unmarshal(events[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	want := "contact [{name name is required} {email email must be a valid email address}]"
+	if got := fmt.Sprint(data.Form, " ", data.Errors); got != want {
+		t.Errorf("violation data %s, want %s", got, want)
+	}
+	if strings.Contains(string(events[0].Data), "not-an-address") {
+		t.Errorf("the event holds a visitor value: %s", events[0].Data)
+	}
+}
+
 func TestClientIPModes(t *testing.T) {
 	for mode, want := range map[string]string{"": "hash", ClientIPHash: "hash", ClientIPFull: "192.0.2.1", ClientIPOff: ""} {
 		c := contactConfig(t)

@@ -58,3 +58,18 @@ func driftEvent(form string, violations []Violation, unknown []string, now time.
 	}
 	return outbox.Event{Kind: outbox.EventSchemaDrift, Data: data, At: now}, nil
 }
+
+// violationEvent is the schema.violation event of an enforce-mode post quarantined for
+// breaking the field spec: the same per-field messages its 422 answer lists, which name
+// fields and rules, never values.
+func violationEvent(form string, violations []Violation, now time.Time) (outbox.Event, error) {
+	d := outbox.SchemaViolationData{Form: form, Errors: make([]outbox.FieldError, 0, len(violations))}
+	for _, v := range violations {
+		d.Errors = append(d.Errors, outbox.FieldError{Field: v.Field, Message: v.Message})
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return outbox.Event{}, fmt.Errorf("schema.violation event: %w", err)
+	}
+	return outbox.Event{Kind: outbox.EventSchemaViolation, Data: data, At: now}, nil
+}

@@ -20,6 +20,10 @@ var ErrNotSpammable = errors.New("outbox: submission is not accepted")
 const (
 	EventDeliveryRetried      = "delivery.retried"
 	EventSubmissionMarkedSpam = "submission.marked_spam"
+	// EventSuppressionRemoved names the address taken off the suppression list; it is
+	// about the delivery whose bounce or complaint listed it (and that delivery's
+	// submission), when the store still has them.
+	EventSuppressionRemoved = "suppression.removed"
 )
 
 // ReasonOperator is the reason of a submission an operator marked as spam.
@@ -90,6 +94,9 @@ const (
 	ActionRelease  ActionKind = "release" // a quarantined or spam submission: accepted
 	ActionMarkSpam ActionKind = "spam"    // an accepted submission: spam, unsent deliveries skipped
 	ActionErase    ActionKind = "erase"   // a submission with everything it owns
+	// ActionUnsuppress takes Address off the suppression list (ErrNotFound when it is not
+	// listed), so email to it is sent again.
+	ActionUnsuppress ActionKind = "unsuppress"
 )
 
 // Action is one operator action. The store applies it and records its audit event in
@@ -99,6 +106,7 @@ type Action struct {
 	Kind         ActionKind
 	SubmissionID uuid.UUID // release, spam, erase
 	DeliveryID   uuid.UUID // retry
+	Address      string    // unsuppress
 	// User is the authenticated operator, written into the event.
 	User string
 	Now  time.Time
@@ -124,17 +132,21 @@ type Inbox interface {
 // ActionEvent is the audit event of a, given the submission's form (and for a retry the
 // delivery's route), decided once here so both stores write the same thing. It holds ids,
 // the form, the route and the user, never visitor data: erasure must leave none behind.
+// The one exception is the address an unsuppress names, which the suppression list held
+// apart from any submission anyway (erasing a submission does not empty that list).
 func ActionEvent(a Action, form, route, fromStatus, reason string) (Event, error) {
 	kind := map[ActionKind]string{
-		ActionRetry:    EventDeliveryRetried,
-		ActionRelease:  EventSubmissionReleased,
-		ActionMarkSpam: EventSubmissionMarkedSpam,
-		ActionErase:    EventSubmissionErased,
+		ActionRetry:      EventDeliveryRetried,
+		ActionRelease:    EventSubmissionReleased,
+		ActionMarkSpam:   EventSubmissionMarkedSpam,
+		ActionErase:      EventSubmissionErased,
+		ActionUnsuppress: EventSuppressionRemoved,
 	}[a.Kind]
 	if kind == "" {
 		return Event{}, fmt.Errorf("outbox: unknown action %q", a.Kind)
 	}
-	data, err := json.Marshal(actionEventData{User: a.User, Form: form, Route: route, FromStatus: fromStatus, Reason: reason})
+	data, err := json.Marshal(actionEventData{User: a.User, Form: form, Route: route, FromStatus: fromStatus,
+		Reason: reason, Address: a.Address})
 	if err != nil {
 		return Event{}, err
 	}
@@ -147,6 +159,7 @@ type actionEventData struct {
 	Route      string `json:"route,omitempty"`
 	FromStatus string `json:"from_status,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	Address    string `json:"address,omitempty"`
 }
 
 // LikePattern makes a LIKE pattern that matches values containing s, escaping LIKE's

@@ -152,6 +152,9 @@ func (s *Store) Act(ctx context.Context, a outbox.Action) error {
 }
 
 func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error) {
+	if a.Kind == outbox.ActionUnsuppress {
+		return unsuppress(ctx, tx, a)
+	}
 	if a.Kind == outbox.ActionRetry {
 		var status, route, form string
 		err := tx.QueryRow(ctx, `SELECT d.status, d.route, d.submission_id, s.form
@@ -217,6 +220,33 @@ func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error)
 		return outbox.ActionEvent(*a, form, "", "", "")
 	}
 	return outbox.Event{}, fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// unsuppress takes a.Address off the suppression list; FOR UPDATE makes a second,
+// concurrent removal find nothing. Its event is about the delivery whose bounce or
+// complaint listed the address, when that is still stored, so the removal also shows in
+// that submission's history.
+func unsuppress(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error) {
+	a.Address = outbox.NormalizeAddress(a.Address)
+	var reason, form string
+	var deliveryID, submissionID *uuid.UUID
+	err := tx.QueryRow(ctx, `SELECT sp.reason, d.id, d.submission_id, COALESCE(s.form, '')
+		FROM suppressions sp LEFT JOIN deliveries d ON d.id = sp.delivery_id
+		LEFT JOIN submissions s ON s.id = d.submission_id WHERE sp.address = $1 FOR UPDATE OF sp`,
+		a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
+	if isNoRows(err) {
+		return outbox.Event{}, outbox.ErrNotFound
+	}
+	if err != nil {
+		return outbox.Event{}, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE address = $1`, a.Address); err != nil {
+		return outbox.Event{}, err
+	}
+	if deliveryID != nil && submissionID != nil {
+		a.DeliveryID, a.SubmissionID = *deliveryID, *submissionID
+	}
+	return outbox.ActionEvent(*a, form, "", "", reason)
 }
 
 func nullID(id uuid.UUID) *uuid.UUID {

@@ -185,6 +185,9 @@ func (s *Store) Act(ctx context.Context, a outbox.Action) error {
 
 func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.Event, error) {
 	now := micros(a.Now)
+	if a.Kind == outbox.ActionUnsuppress {
+		return unsuppress(ctx, tx, a)
+	}
 	if a.Kind == outbox.ActionRetry {
 		var status, route, subID, form string
 		err := tx.QueryRowContext(ctx, `SELECT d.status, d.route, d.submission_id, s.form
@@ -253,6 +256,37 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 		return outbox.ActionEvent(*a, form, "", "", "")
 	}
 	return outbox.Event{}, fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// unsuppress takes a.Address off the suppression list. Its event is about the delivery
+// whose bounce or complaint listed the address, when that is still stored, so the removal
+// also shows in that submission's history.
+func unsuppress(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.Event, error) {
+	a.Address = outbox.NormalizeAddress(a.Address)
+	var reason, deliveryID, submissionID, form string
+	err := tx.QueryRowContext(ctx, `SELECT sp.reason, COALESCE(d.id, ''), COALESCE(d.submission_id, ''),
+			COALESCE(s.form, '')
+		FROM suppressions sp LEFT JOIN deliveries d ON d.id = sp.delivery_id
+		LEFT JOIN submissions s ON s.id = d.submission_id WHERE sp.address = ?`,
+		a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
+	if errors.Is(err, sql.ErrNoRows) {
+		return outbox.Event{}, outbox.ErrNotFound
+	}
+	if err != nil {
+		return outbox.Event{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM suppressions WHERE address = ?`, a.Address); err != nil {
+		return outbox.Event{}, err
+	}
+	if deliveryID != "" {
+		if a.DeliveryID, err = uuid.Parse(deliveryID); err != nil {
+			return outbox.Event{}, err
+		}
+		if a.SubmissionID, err = uuid.Parse(submissionID); err != nil {
+			return outbox.Event{}, err
+		}
+	}
+	return outbox.ActionEvent(*a, form, "", "", reason)
 }
 
 func nullUUID(id uuid.UUID) sql.NullString {

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -34,5 +36,48 @@ var _ = register("AcceptWritesSubmissionEvents", func(t *testing.T, s outbox.Sto
 	}
 	if events, _ := s.ListEvents(ctx, outbox.EventSchemaDrift, 10); len(events) != 1 {
 		t.Errorf("a duplicate wrote events: %d schema.drift events, want 1", len(events))
+	}
+})
+
+// A submission quarantined for a schema violation keeps the fields that failed: its
+// schema.violation event is written with it and read back, in order, by the inbox's
+// SubmissionEvents, also after an operator released it.
+var _ = register("AcceptKeepsSchemaViolationFields", func(t *testing.T, s outbox.Store) {
+	ib := inboxStore(t, s)
+	want := outbox.SchemaViolationData{Form: "contact", Errors: []outbox.FieldError{
+		{Field: "name", Message: "name is required"},
+		{Field: "email", Message: "email must be a valid email address"},
+	}}
+	data, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := NewSubmission("contact", WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
+	sub.Events = []outbox.Event{{Kind: outbox.EventSchemaViolation, Data: data}}
+	MustAccept(t, s, sub)
+	if err := ib.Act(testCtx(t), outbox.Action{Kind: outbox.ActionRelease, SubmissionID: sub.ID, User: "ops",
+		Now: sub.CreatedAt.Add(time.Minute)}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+
+	evs, err := ib.SubmissionEvents(testCtx(t), sub.ID)
+	if err != nil {
+		t.Fatalf("events: %v", err)
+	}
+	var kinds []string
+	var got outbox.SchemaViolationData
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == outbox.EventSchemaViolation {
+			if err := json.Unmarshal(e.Data, &got); err != nil {
+				t.Fatalf("schema.violation data %s: %v", e.Data, err)
+			}
+		}
+	}
+	if !reflect.DeepEqual(kinds, []string{outbox.EventSubmissionReceived, outbox.EventSchemaViolation, outbox.EventSubmissionReleased}) {
+		t.Fatalf("events = %v, want received, schema.violation, released", kinds)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("schema.violation data = %+v, want %+v", got, want)
 	}
 })

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -249,5 +250,60 @@ var _ = register("InboxActionsChangeRowsAndNameTheUser", func(t *testing.T, s ou
 	}
 	if err := act(outbox.Action{Kind: outbox.ActionRetry, DeliveryID: uuid.New()}); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("retry of an unknown delivery: err = %v, want ErrNotFound", err)
+	}
+})
+
+// Taking an address off the suppression list from the inbox removes it and records who
+// did it, in one transaction: on the submission whose delivery listed the address, and
+// in the event log for an address listed by hand.
+var _ = register("InboxUnsuppressRemovesAndNamesTheUser", func(t *testing.T, s outbox.Store) {
+	ib, fs, ctx := inboxStore(t, s), feedbackStore(t, s), testCtx(t)
+	sub := NewSubmission("contact")
+	d := NewDelivery(sub, "email", "bounce@example.com")
+	MustAccept(t, s, sub, d)
+	for _, sp := range []outbox.Suppression{
+		{Address: "bounce@example.com", Reason: "bounce", DeliveryID: d.ID, CreatedAt: t0},
+		{Address: "manual@example.com", Reason: "manual", CreatedAt: t0},
+	} {
+		if err := fs.AddSuppression(ctx, sp); err != nil {
+			t.Fatalf("add %s: %v", sp.Address, err)
+		}
+	}
+	unsuppress := func(addr string) error {
+		return ib.Act(ctx, outbox.Action{Kind: outbox.ActionUnsuppress, Address: addr, User: "ops", Now: t0.Add(minutes(5))})
+	}
+	for _, addr := range []string{" Bounce@Example.com ", "manual@example.com"} {
+		if err := unsuppress(addr); err != nil {
+			t.Fatalf("unsuppress %q: %v", addr, err)
+		}
+		if ok, err := fs.IsSuppressed(ctx, addr); ok || err != nil {
+			t.Errorf("%q still suppressed (%v)", addr, err)
+		}
+	}
+	if err := unsuppress("manual@example.com"); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("unsuppress twice: %v, want ErrNotFound", err)
+	}
+
+	if got := actionUser(t, ib, sub.ID, outbox.EventSuppressionRemoved); got != "ops" {
+		t.Errorf("the submission's removal event names %q, want ops", got)
+	}
+	evs, err := s.ListEvents(ctx, outbox.EventSuppressionRemoved, 10)
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	got := map[string]string{}
+	for _, e := range evs {
+		var data struct{ User, Address, Reason, Form string }
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			t.Fatalf("event data %s: %v", e.Data, err)
+		}
+		got[data.Address] = fmt.Sprintf("%s %s %s %s %s", data.User, data.Reason, data.Form, e.SubmissionID, e.DeliveryID)
+	}
+	want := map[string]string{
+		"bounce@example.com": fmt.Sprintf("ops bounce contact %s %s", sub.ID, d.ID),
+		"manual@example.com": fmt.Sprintf("ops manual  %s %s", uuid.Nil, uuid.Nil),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("suppression.removed events = %v\nwant %v", got, want)
 	}
 })
