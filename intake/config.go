@@ -148,7 +148,9 @@ type FieldSpec struct {
 	pattern *regexp.Regexp
 }
 
-// Route is one `notify` line: a channel and its recipients (email addresses or one URL).
+// Route is one `notify` line: a channel and its recipients (email addresses, one URL or
+// one Telegram chat id), the guards that decide whether a submission takes it, and how
+// its message is written.
 type Route struct {
 	// Name identifies the route within the form; unique per form. Default: the channel
 	// name, with "-2", "-3"... for later routes of the same channel.
@@ -156,8 +158,26 @@ type Route struct {
 	Channel outbox.Channel `json:"channel"`
 	// To lists email recipients (channel email).
 	To []string `json:"to,omitempty"`
-	// URL is the webhook target (channel webhook).
+	// URL is the webhook target (channels webhook, slack, discord and teams). For the chat
+	// channels the URL is the credential: it is stored as the delivery's recipient, as
+	// the webhook's is, and never logged.
 	URL string `json:"url,omitempty"`
+	// ChatID is the Telegram chat (channel telegram): a number such as -100123 or a
+	// public @channelname.
+	ChatID string `json:"chat_id,omitempty"`
+	// Token is the Telegram bot token (channel telegram); a secret that lives in the
+	// config only, never in payloads, errors or logs. Placeholders such as
+	// {env.TELEGRAM_TOKEN} are resolved at provision.
+	Token string `json:"token,omitempty"`
+	// Endpoint overrides the Telegram Bot API's base URL (channel telegram): a local Bot
+	// API server or a test fake.
+	Endpoint string `json:"endpoint,omitempty"`
+	// When lists the guards that must all hold for a submission to take this route;
+	// empty: every submission does.
+	When []Guard `json:"when,omitempty"`
+	// Fallback routes take only the submissions no other route matched; they have no
+	// guards of their own.
+	Fallback bool `json:"fallback,omitempty"`
 	// Subject is the email subject template; {field.NAME} is replaced by that field.
 	Subject string `json:"subject,omitempty"`
 	// Content is what the email holds: ContentFull (default: every field) or ContentLink
