@@ -220,6 +220,9 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
 //			header NAME VALUE                  # extra header, repeatable; {env.X} allowed
 //		}
+//		notify telegram CHAT_ID { token SECRET; endpoint URL }   # see parseChatNotify
+//		notify slack|discord|teams URL
+//		(every notify block also takes `when field ...` guards and `fallback`; see parseRouteOption)
 //	}
 //
 // It is registered with RegisterDirective rather than RegisterHandlerDirective because it
@@ -404,7 +407,11 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 				}
 				r.Content = s
 			default:
-				return r, d.Errf("notify email: unknown option %q", opt)
+				if ok, err := parseRouteOption(d, &r); !ok {
+					return r, d.Errf("notify email: unknown option %q", opt)
+				} else if err != nil {
+					return r, err
+				}
 			}
 		}
 	case string(outbox.ChannelWebhook):
@@ -432,11 +439,17 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, err
 				}
 			default:
-				return r, d.Errf("notify webhook: unknown option %q", opt)
+				if ok, err := parseRouteOption(d, &r); !ok {
+					return r, d.Errf("notify webhook: unknown option %q", opt)
+				} else if err != nil {
+					return r, err
+				}
 			}
 		}
+	case string(outbox.ChannelTelegram), string(outbox.ChannelSlack), string(outbox.ChannelDiscord), string(outbox.ChannelTeams):
+		return parseChatNotify(d, outbox.Channel(ch))
 	default:
-		return r, d.Errf("notify: unknown channel %q (want email or webhook)", ch)
+		return r, d.Errf("notify: unknown channel %q (want email, webhook, telegram, slack, discord or teams)", ch)
 	}
 	return r, nil
 }
