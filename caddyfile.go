@@ -215,6 +215,8 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify email ADDRESS... {
 //			subject TEMPLATE                   # {field.NAME} is replaced by that field
 //			content full|link                  # link: form, id and inbox link only (needs inbox_url)
+//			body_text FILE                     # a Go text/template (intake.TemplateData); default built in
+//			body_html FILE                     # a Go html/template; read and parsed at provision
 //		}
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
@@ -373,6 +375,7 @@ func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
 
 func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 	var r intake.Route
+	var err error
 	if !d.NextArg() {
 		return r, d.ArgErr()
 	}
@@ -406,6 +409,14 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, d.Errf("notify email: content %q: want full or link", s)
 				}
 				r.Content = s
+			case "body_text":
+				if r.BodyText, err = singleArg(d); err != nil {
+					return r, err
+				}
+			case "body_html":
+				if r.BodyHTML, err = singleArg(d); err != nil {
+					return r, err
+				}
 			default:
 				if ok, err := parseRouteOption(d, &r); !ok {
 					return r, d.Errf("notify email: unknown option %q", opt)

@@ -180,6 +180,11 @@ type Route struct {
 	Fallback bool `json:"fallback,omitempty"`
 	// Subject is the email subject template; {field.NAME} is replaced by that field.
 	Subject string `json:"subject,omitempty"`
+	// BodyText and BodyHTML are files holding the operator's email bodies: a Go
+	// text/template and an html/template over TemplateData, parsed at provision and
+	// rendered at intake. Empty: the built-in body.
+	BodyText string `json:"body_text,omitempty"`
+	BodyHTML string `json:"body_html,omitempty"`
 	// Content is what the email holds: ContentFull (default: every field) or ContentLink
 	// (the form, the id and the inbox link only, for operators who keep visitor data
 	// out of mailboxes; needs InboxURL).
@@ -192,6 +197,8 @@ type Route struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	templates emailTemplates // parsed BodyText and BodyHTML
 }
 
 // Email contents of a route (Route.Content).

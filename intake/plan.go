@@ -55,7 +55,12 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 					return nil, err
 				}
 			}
-			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: text, HTML: html}
+			rt, rh := text, html
+			if route.BodyText != "" || route.BodyHTML != "" {
+				rt, rh = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: c.inboxLink(sub),
+					Received: sub.CreatedAt, Fields: sub.Data}, text, html)
+			}
+			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: rt, HTML: rh}
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
 			if hookBody == nil {
