@@ -15,6 +15,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers/telegram"
 )
 
 // DefaultAcceptTimeout bounds one store write at intake (docs/design.md, 'Spool'): past
@@ -67,6 +68,7 @@ type App struct {
 	secretsMu sync.RWMutex
 	secrets   map[string]string            // webhook URL -> signing secret, registered by handlers
 	headers   map[string]map[string]string // webhook URL -> extra headers (sender.go)
+	bots      map[string]telegram.Bot      // Telegram chat id -> its bot (sender_chat.go)
 
 	emailProviderName string
 

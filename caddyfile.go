@@ -215,11 +215,16 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify email ADDRESS... {
 //			subject TEMPLATE                   # {field.NAME} is replaced by that field
 //			content full|link                  # link: form, id and inbox link only (needs inbox_url)
+//			body_text FILE                     # a Go text/template (intake.TemplateData); default built in
+//			body_html FILE                     # a Go html/template; read and parsed at provision
 //		}
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
 //			header NAME VALUE                  # extra header, repeatable; {env.X} allowed
 //		}
+//		notify telegram CHAT_ID { token SECRET; endpoint URL }   # see parseChatNotify
+//		notify slack|discord|teams URL
+//		(every notify block also takes `when field ...` guards and `fallback`; see parseRouteOption)
 //	}
 //
 // It is registered with RegisterDirective rather than RegisterHandlerDirective because it
@@ -370,6 +375,7 @@ func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
 
 func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 	var r intake.Route
+	var err error
 	if !d.NextArg() {
 		return r, d.ArgErr()
 	}
@@ -403,8 +409,20 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, d.Errf("notify email: content %q: want full or link", s)
 				}
 				r.Content = s
+			case "body_text":
+				if r.BodyText, err = singleArg(d); err != nil {
+					return r, err
+				}
+			case "body_html":
+				if r.BodyHTML, err = singleArg(d); err != nil {
+					return r, err
+				}
 			default:
-				return r, d.Errf("notify email: unknown option %q", opt)
+				if ok, err := parseRouteOption(d, &r); !ok {
+					return r, d.Errf("notify email: unknown option %q", opt)
+				} else if err != nil {
+					return r, err
+				}
 			}
 		}
 	case string(outbox.ChannelWebhook):
@@ -432,11 +450,17 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, err
 				}
 			default:
-				return r, d.Errf("notify webhook: unknown option %q", opt)
+				if ok, err := parseRouteOption(d, &r); !ok {
+					return r, d.Errf("notify webhook: unknown option %q", opt)
+				} else if err != nil {
+					return r, err
+				}
 			}
 		}
+	case string(outbox.ChannelTelegram), string(outbox.ChannelSlack), string(outbox.ChannelDiscord), string(outbox.ChannelTeams):
+		return parseChatNotify(d, outbox.Channel(ch))
 	default:
-		return r, d.Errf("notify: unknown channel %q (want email or webhook)", ch)
+		return r, d.Errf("notify: unknown channel %q (want email, webhook, telegram, slack, discord or teams)", ch)
 	}
 	return r, nil
 }

@@ -52,11 +52,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	for i := range h.Routes {
 		h.Routes[i].Secret = repl.ReplaceKnown(h.Routes[i].Secret, "")
 	}
+	resolveTelegramBots(repl, h.Routes)
 	if h.Captcha != nil {
 		h.Captcha.Secret = repl.ReplaceKnown(h.Captcha.Secret, "")
 	}
 	if err := h.Config.Provision(); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
+	}
+	if err := h.app.registerTelegramBots(h.Form, h.Routes); err != nil {
+		return err
 	}
 	for _, r := range h.Routes {
 		if r.Channel != outbox.ChannelWebhook {

@@ -75,7 +75,7 @@ type SMTPConfig struct {
 // chain in that order when several are configured), or else the file provider (the
 // default);
 // webhooks signed with the secrets, and carrying the headers, that the form handlers
-// register.
+// register; and the chat channels (sender_chat.go).
 func (a *App) buildSender() (outbox.Sender, error) {
 	email, err := a.emailProvider()
 	if err != nil {
@@ -83,8 +83,12 @@ func (a *App) buildSender() (outbox.Sender, error) {
 	}
 	a.emailProviderName = email.Name()
 	hook := webhook.New(webhook.Config{Secret: a.webhookSecret, Headers: a.webhookHeaders})
+	router, err := a.chatRouter(outbox.Router{Email: email, Webhook: hook})
+	if err != nil {
+		return nil, err
+	}
 	// Suppressed addresses are refused before any provider is called (feedback.go).
-	return outbox.SuppressionGuard{Next: outbox.Router{Email: email, Webhook: hook}, List: a.feedbackStore}, nil
+	return outbox.SuppressionGuard{Next: router, List: a.feedbackStore}, nil
 }
 
 func (a *App) emailProvider() (providers.Provider, error) {

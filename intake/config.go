@@ -148,7 +148,9 @@ type FieldSpec struct {
 	pattern *regexp.Regexp
 }
 
-// Route is one `notify` line: a channel and its recipients (email addresses or one URL).
+// Route is one `notify` line: a channel and its recipients (email addresses, one URL or
+// one Telegram chat id), the guards that decide whether a submission takes it, and how
+// its message is written.
 type Route struct {
 	// Name identifies the route within the form; unique per form. Default: the channel
 	// name, with "-2", "-3"... for later routes of the same channel.
@@ -156,10 +158,33 @@ type Route struct {
 	Channel outbox.Channel `json:"channel"`
 	// To lists email recipients (channel email).
 	To []string `json:"to,omitempty"`
-	// URL is the webhook target (channel webhook).
+	// URL is the webhook target (channels webhook, slack, discord and teams). For the chat
+	// channels the URL is the credential: it is stored as the delivery's recipient, as
+	// the webhook's is, and never logged.
 	URL string `json:"url,omitempty"`
+	// ChatID is the Telegram chat (channel telegram): a number such as -100123 or a
+	// public @channelname.
+	ChatID string `json:"chat_id,omitempty"`
+	// Token is the Telegram bot token (channel telegram); a secret that lives in the
+	// config only, never in payloads, errors or logs. Placeholders such as
+	// {env.TELEGRAM_TOKEN} are resolved at provision.
+	Token string `json:"token,omitempty"`
+	// Endpoint overrides the Telegram Bot API's base URL (channel telegram): a local Bot
+	// API server or a test fake.
+	Endpoint string `json:"endpoint,omitempty"`
+	// When lists the guards that must all hold for a submission to take this route;
+	// empty: every submission does.
+	When []Guard `json:"when,omitempty"`
+	// Fallback routes take only the submissions no other route matched; they have no
+	// guards of their own.
+	Fallback bool `json:"fallback,omitempty"`
 	// Subject is the email subject template; {field.NAME} is replaced by that field.
 	Subject string `json:"subject,omitempty"`
+	// BodyText and BodyHTML are files holding the operator's email bodies: a Go
+	// text/template and an html/template over TemplateData, parsed at provision and
+	// rendered at intake. Empty: the built-in body.
+	BodyText string `json:"body_text,omitempty"`
+	BodyHTML string `json:"body_html,omitempty"`
 	// Content is what the email holds: ContentFull (default: every field) or ContentLink
 	// (the form, the id and the inbox link only, for operators who keep visitor data
 	// out of mailboxes; needs InboxURL).
@@ -172,6 +197,8 @@ type Route struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	templates emailTemplates // parsed BodyText and BodyHTML
 }
 
 // Email contents of a route (Route.Content).

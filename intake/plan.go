@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 	"github.com/google/uuid"
 )
 
@@ -24,7 +25,14 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 	var hookBody json.RawMessage
 	var out []outbox.Delivery
 	var err error
-	for _, route := range c.Routes {
+	routes, unrouted := c.routesFor(sub.Data)
+	if unrouted {
+		if err := c.markUnrouted(sub, now); err != nil {
+			return nil, err
+		}
+	}
+	var chatSub *chat.Submission // rendered from once, for every chat route
+	for _, route := range routes {
 		var recipients []string
 		var base outbox.Payload
 		switch route.Channel {
@@ -47,21 +55,37 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 					return nil, err
 				}
 			}
-			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: text, HTML: html}
+			rt, rh := text, html
+			if route.BodyText != "" || route.BodyHTML != "" {
+				rt, rh = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: c.inboxLink(sub),
+					Received: sub.CreatedAt, Fields: sub.Data}, text, html)
+			}
+			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: rt, HTML: rh}
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
 			if hookBody == nil {
 				hookBody = webhookBody(sub)
 			}
 			base = outbox.Payload{Body: hookBody}
+		case outbox.ChannelTelegram, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
+			if chatSub == nil {
+				s := c.chatSubmission(sub)
+				chatSub = &s
+			}
+			var to string
+			if base, to, err = chatPayload(route, *chatSub); err != nil {
+				return nil, err
+			}
+			recipients = []string{to}
 		default:
 			return nil, fmt.Errorf("plan route %s: unknown channel %q", route.Name, route.Channel)
 		}
 		for _, to := range recipients {
 			p := base
-			if route.Channel == outbox.ChannelEmail {
+			switch route.Channel {
+			case outbox.ChannelEmail:
 				p.To = to
-			} else {
+			case outbox.ChannelWebhook:
 				p.URL = to
 			}
 			payload := p.AppendJSON(nil)
@@ -87,6 +111,26 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 	return out, nil
 }
 
+// markUnrouted records that no route matched: an event always, and the reason on an
+// accepted submission (spam and quarantined ones keep the reason that held them).
+func (c *Config) markUnrouted(sub *outbox.Submission, now time.Time) error {
+	data, err := json.Marshal(struct {
+		Form   string `json:"form"`
+		Reason string `json:"reason"`
+	}{c.Form, "no route matched"})
+	if err != nil {
+		return fmt.Errorf("submission.unrouted event: %w", err)
+	}
+	sub.Events = append(sub.Events, outbox.Event{Kind: outbox.EventUnrouted, Data: data, At: now})
+	if sub.Status == outbox.SubmissionAccepted && sub.Reason == "" {
+		sub.Reason = outbox.ReasonNoRouteMatched
+	}
+	return nil
+}
+
+// maxAttempts is the route's own budget, else the App's for webhooks, else the email
+// budget, which the chat channels share: like an email, a chat message is read by a
+// person, and a chat service's outage is retried on the same schedule.
 func (c *Config) maxAttempts(route Route) int {
 	switch {
 	case route.MaxAttempts > 0:

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -115,6 +116,16 @@ func (c *Config) provisionFields() error {
 	return nil
 }
 
+// telegramChatID is what a Bot API chat_id may be: a (negative for groups) number, or a
+// public channel's @username.
+var telegramChatID = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
+
+// absoluteHTTP reports an absolute http(s) URL with a host and no control characters.
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && !hasControl(s) && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 func (c *Config) provisionRoutes() error {
 	names := map[string]bool{}
 	for _, r := range c.Routes {
@@ -153,6 +164,15 @@ func (c *Config) provisionRoutes() error {
 		if hasControl(r.Subject) {
 			return fmt.Errorf("notify %s: subject contains control characters", r.Name)
 		}
+		if err := r.CheckGuards(); err != nil {
+			return fmt.Errorf("notify %s: %w", r.Name, err)
+		}
+		if err := r.parseTemplates(); err != nil {
+			return fmt.Errorf("notify %s: %w", r.Name, err)
+		}
+		if r.Channel != outbox.ChannelTelegram && (r.ChatID != "" || r.Token != "" || r.Endpoint != "") {
+			return fmt.Errorf("notify %s: chat_id, token and endpoint are for telegram routes", r.Name)
+		}
 		switch r.Channel {
 		case outbox.ChannelEmail:
 			if len(r.To) == 0 {
@@ -175,12 +195,32 @@ func (c *Config) provisionRoutes() error {
 			if len(r.To) != 0 {
 				return fmt.Errorf("notify %s: webhook routes take a URL, not recipients", r.Name)
 			}
-			u, err := url.Parse(r.URL)
-			if err != nil || hasControl(r.URL) || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			if !absoluteHTTP(r.URL) {
 				return fmt.Errorf("notify %s: webhook URL %q must be an absolute http(s) URL", r.Name, r.URL)
 			}
+		case outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
+			if len(r.To) != 0 || r.Secret != "" || len(r.Headers) != 0 {
+				return fmt.Errorf("notify %s: %s routes take a webhook URL and no recipients, secret or headers", r.Name, r.Channel)
+			}
+			// The URL is a credential: the error names the route, not the URL.
+			if !absoluteHTTP(r.URL) {
+				return fmt.Errorf("notify %s: the %s webhook URL must be an absolute http(s) URL", r.Name, r.Channel)
+			}
+		case outbox.ChannelTelegram:
+			if len(r.To) != 0 || r.URL != "" || r.Secret != "" || len(r.Headers) != 0 {
+				return fmt.Errorf("notify %s: telegram routes take a chat id, a token and an endpoint only", r.Name)
+			}
+			if !telegramChatID.MatchString(r.ChatID) {
+				return fmt.Errorf("notify %s: telegram chat id %q: want a number such as -100123 or a public @channelname", r.Name, r.ChatID)
+			}
+			if strings.TrimSpace(r.Token) == "" {
+				return fmt.Errorf("notify %s: telegram needs the bot's token (token {env.TELEGRAM_TOKEN})", r.Name)
+			}
+			if r.Endpoint != "" && !absoluteHTTP(r.Endpoint) {
+				return fmt.Errorf("notify %s: telegram endpoint %q must be an absolute http(s) URL", r.Name, r.Endpoint)
+			}
 		default:
-			return fmt.Errorf("notify %s: unknown channel %q (want email or webhook)", r.Name, r.Channel)
+			return fmt.Errorf("notify %s: unknown channel %q (want email, webhook, telegram, slack, discord or teams)", r.Name, r.Channel)
 		}
 	}
 	return nil

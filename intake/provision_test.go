@@ -63,7 +63,7 @@ func TestProvisionRejects(t *testing.T) {
 		{"relative webhook", Config{Form: "f", Routes: []Route{hook("/hooks")}}, `intake: form f: notify webhook: webhook URL "/hooks" must be an absolute http(s) URL`},
 		{"ftp webhook", Config{Form: "f", Routes: []Route{hook("ftp://example.com/x")}}, `intake: form f: notify webhook: webhook URL "ftp://example.com/x" must be an absolute http(s) URL`},
 		{"duplicate route names", Config{Form: "f", Routes: []Route{{Name: "x", Channel: outbox.ChannelEmail, To: []string{"a@example.com"}}, {Name: "x", Channel: outbox.ChannelWebhook, URL: "https://e.com"}}}, `intake: form f: notify: route name "x" used twice`},
-		{"unknown channel", Config{Form: "f", Routes: []Route{{Channel: "sms", To: []string{"123"}}}}, `intake: form f: notify sms: unknown channel "sms" (want email or webhook)`},
+		{"unknown channel", Config{Form: "f", Routes: []Route{{Channel: "sms", To: []string{"123"}}}}, `intake: form f: notify sms: unknown channel "sms" (want email, webhook, telegram, slack, discord or teams)`},
 		{"subject with a line break", Config{Form: "f", Routes: []Route{{Channel: outbox.ChannelEmail, To: []string{"a@example.com"}, Subject: "a\nBcc: x"}}}, "intake: form f: notify email: subject contains control characters"},
 	}
 	for _, tt := range tests {

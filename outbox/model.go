@@ -29,6 +29,9 @@ const (
 	ReasonSchemaViolation    = "schema_violation"
 	ReasonCaptchaFailed      = "captcha_failed"
 	ReasonCaptchaUnavailable = "captcha_unavailable"
+	// ReasonNoRouteMatched marks an accepted submission that no route's guards let
+	// through: it is stored and shown in the inbox, but nothing was planned for it.
+	ReasonNoRouteMatched = "no_route_matched"
 )
 
 // DeliveryStatus is the life cycle of one planned notification (docs/design.md, 'Delivery
@@ -50,7 +53,26 @@ type Channel string
 const (
 	ChannelEmail   Channel = "email"
 	ChannelWebhook Channel = "webhook"
+	// The chat channels. A Telegram delivery's recipient is the chat id (the bot token
+	// stays in the config); Slack's, Discord's and Teams' is the webhook URL.
+	ChannelTelegram Channel = "telegram"
+	ChannelSlack    Channel = "slack"
+	ChannelDiscord  Channel = "discord"
+	ChannelTeams    Channel = "teams"
 )
+
+// ChatChannels lists the chat channels, in the order they are documented.
+var ChatChannels = []Channel{ChannelTelegram, ChannelSlack, ChannelDiscord, ChannelTeams}
+
+// IsChat reports whether c is a chat channel: its payload is the exact request body
+// rendered at intake, and its recipient is a chat id (Telegram) or a webhook URL.
+func (c Channel) IsChat() bool {
+	switch c {
+	case ChannelTelegram, ChannelSlack, ChannelDiscord, ChannelTeams:
+		return true
+	}
+	return false
+}
 
 // Attempt outcomes recorded in delivery_attempts.
 type Outcome string
@@ -67,6 +89,9 @@ const (
 	EventSubmissionReceived = "submission.received"
 	EventDeliveryDead       = "delivery.dead"
 	EventSchemaDrift        = "schema.drift"
+	// EventUnrouted records a submission none of its form's routes matched (every route
+	// has guards and none held, and there is no fallback route): stored, sent nowhere.
+	EventUnrouted = "submission.unrouted"
 )
 
 // Field is one submitted form field. Submissions keep fields in the order the visitor's

@@ -10,14 +10,15 @@ import (
 // delivery, so retries send exactly what was planned even after a config change. Secrets
 // (webhook signing keys, API keys) are never part of it: they stay in the config.
 type Payload struct {
-	// Email.
+	// Email; To is also a Telegram delivery's chat id.
 	To      string `json:"to,omitempty"`
 	ReplyTo string `json:"reply_to,omitempty"`
 	Subject string `json:"subject,omitempty"`
 	Text    string `json:"text,omitempty"`
 	HTML    string `json:"html,omitempty"`
 
-	// Webhook.
+	// Webhook, and the chat channels: Body is the exact request body; URL is the
+	// Slack, Discord or Teams webhook.
 	URL  string          `json:"url,omitempty"`
 	Body json.RawMessage `json:"body,omitempty"` // valid, compact JSON (intake renders it)
 }

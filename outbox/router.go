@@ -21,6 +21,12 @@ type Sender interface {
 type Router struct {
 	Email   providers.Provider
 	Webhook providers.Provider
+	// The chat providers post the body rendered at intake; Telegram finds the bot by the
+	// delivery's chat id.
+	Telegram providers.Provider
+	Slack    providers.Provider
+	Discord  providers.Provider
+	Teams    providers.Provider
 }
 
 // Send implements Sender. Errors that no retry can fix (an unknown channel, a channel with
@@ -34,6 +40,14 @@ func (r Router) Send(ctx context.Context, d Delivery) (providers.Result, error) 
 		p = r.Email
 	case ChannelWebhook:
 		p = r.Webhook
+	case ChannelTelegram:
+		p = r.Telegram
+	case ChannelSlack:
+		p = r.Slack
+	case ChannelDiscord:
+		p = r.Discord
+	case ChannelTeams:
+		p = r.Teams
 	default:
 		return providers.Result{}, &providers.Error{Class: providers.Permanent, Code: "unknown_channel",
 			Err: fmt.Errorf("route %q: unknown channel %q", d.Route, d.Channel)}
@@ -76,11 +90,11 @@ func MessageFor(d Delivery) (providers.Message, error) {
 	// The recipient column is the planned target; the payload normally repeats it, but
 	// a payload written without it must still go where the row says.
 	switch d.Channel {
-	case ChannelEmail:
+	case ChannelEmail, ChannelTelegram:
 		if m.To == "" {
 			m.To = d.Recipient
 		}
-	case ChannelWebhook:
+	case ChannelWebhook, ChannelSlack, ChannelDiscord, ChannelTeams:
 		if m.URL == "" {
 			m.URL = d.Recipient
 		}

@@ -81,3 +81,39 @@ func TestRouterErrorsArePermanent(t *testing.T) {
 		})
 	}
 }
+
+// TestRouterSendsChatChannels checks that each chat channel reaches its own provider with
+// the stored body, and that a payload without the recipient still goes where the row
+// says: the chat id for Telegram, the webhook URL for the others.
+func TestRouterSendsChatChannels(t *testing.T) {
+	tg, sl, dc, tm := fake.New("telegram"), fake.New("slack"), fake.New("discord"), fake.New("teams")
+	r := outbox.Router{Telegram: tg, Slack: sl, Discord: dc, Teams: tm}
+	body := json.RawMessage(`{"text":"hi"}`)
+	for _, c := range []struct {
+		ch        outbox.Channel
+		recipient string
+		p         *fake.Provider
+	}{
+		{outbox.ChannelTelegram, "-100123", tg},
+		{outbox.ChannelSlack, "https://hooks.slack.example/services/T/B/X", sl},
+		{outbox.ChannelDiscord, "https://discord.example/api/webhooks/1/abc", dc},
+		{outbox.ChannelTeams, "https://prod.example/workflows/1", tm},
+	} {
+		d := delivery(c.ch, c.recipient, outbox.Payload{Body: body})
+		res, err := r.Send(context.Background(), d)
+		if err != nil || res.Provider != string(c.ch) {
+			t.Fatalf("%s: %+v, %v", c.ch, res, err)
+		}
+		ms := c.p.Messages()
+		if len(ms) != 1 || string(ms[0].Body) != string(body) || ms[0].Channel != string(c.ch) {
+			t.Fatalf("%s provider got %+v", c.ch, ms)
+		}
+		got := ms[0].URL
+		if c.ch == outbox.ChannelTelegram {
+			got = ms[0].To
+		}
+		if got != c.recipient {
+			t.Fatalf("%s provider got recipient %q, want %q", c.ch, got, c.recipient)
+		}
+	}
+}

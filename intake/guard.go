@@ -1,0 +1,115 @@
+package intake
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Guard operators (Guard.Op).
+const (
+	GuardIs      = "is"      // the value equals Values[0]
+	GuardIn      = "in"      // the value equals one of Values
+	GuardMatches = "matches" // Values[0], a Go (RE2) regular expression, matches somewhere in the value
+)
+
+// Guard is one `when field NAME is|in|matches ...` condition of a route. It reads the
+// field's stored value (a repeated field's values joined by ", "); a field the post did
+// not send reads as empty. Guards only choose among the routes the Caddyfile lists:
+// recipients never come from the visitor.
+type Guard struct {
+	Field  string   `json:"field"`
+	Op     string   `json:"op"`
+	Values []string `json:"values"`
+
+	re *regexp.Regexp // compiled by check, for GuardMatches
+}
+
+// check validates the guard and compiles its regular expression, so a bad guard fails
+// at provision rather than on a visitor's post.
+func (g *Guard) check() error {
+	if g.Field == "" {
+		return fmt.Errorf("when: field name is empty")
+	}
+	switch g.Op {
+	case GuardIs, GuardMatches:
+		if len(g.Values) != 1 {
+			return fmt.Errorf("when field %s %s: want exactly one value, got %d", g.Field, g.Op, len(g.Values))
+		}
+	case GuardIn:
+		if len(g.Values) == 0 {
+			return fmt.Errorf("when field %s in: want at least one value", g.Field)
+		}
+	default:
+		return fmt.Errorf("when field %s: unknown operator %q (want is, in or matches)", g.Field, g.Op)
+	}
+	if g.Op == GuardMatches {
+		re, err := regexp.Compile(g.Values[0])
+		if err != nil {
+			return fmt.Errorf("when field %s matches: %w", g.Field, err)
+		}
+		g.re = re
+	}
+	return nil
+}
+
+// holds reports whether the guard holds for the submitted data.
+func (g *Guard) holds(data outbox.Fields) bool {
+	v, _ := data.Get(g.Field)
+	switch g.Op {
+	case GuardIs:
+		return v == g.Values[0]
+	case GuardIn:
+		return slices.Contains(g.Values, v)
+	case GuardMatches:
+		return g.re.MatchString(v)
+	}
+	return false
+}
+
+// CheckGuards validates a route's guards; the Caddyfile parser calls it so that an
+// error names the line.
+func (r *Route) CheckGuards() error {
+	if r.Fallback && len(r.When) > 0 {
+		return fmt.Errorf("a fallback route takes no guards: it receives what no other route matched")
+	}
+	for i := range r.When {
+		if err := r.When[i].check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// matches reports whether every guard of the route holds.
+func (r *Route) matches(data outbox.Fields) bool {
+	for i := range r.When {
+		if !r.When[i].holds(data) {
+			return false
+		}
+	}
+	return true
+}
+
+// routesFor returns the routes a submission takes: every non-fallback route whose
+// guards hold, or, when none does, the fallback routes. unrouted reports a form with
+// routes of which the submission took none: it is still stored, with the
+// submission.unrouted event (and, when accepted, the reason no_route_matched), so an
+// operator sees it was sent nowhere rather than losing it silently.
+func (c *Config) routesFor(data outbox.Fields) (routes []Route, unrouted bool) {
+	for _, r := range c.Routes {
+		if !r.Fallback && r.matches(data) {
+			routes = append(routes, r)
+		}
+	}
+	if len(routes) == 0 {
+		for _, r := range c.Routes {
+			if r.Fallback {
+				routes = append(routes, r)
+			}
+		}
+	}
+	return routes, len(routes) == 0 && len(c.Routes) > 0
+}
