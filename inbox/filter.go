@@ -21,9 +21,6 @@ type filter struct {
 	Cursor   string
 }
 
-// filterParams are the query (or form) parameters a filter reads.
-var filterParams = []string{"form", "status", "delivery", "since", "until", "q"}
-
 func readFilter(v url.Values) filter {
 	return filter{
 		Form: v.Get("form"), Status: v.Get("status"), Delivery: v.Get("delivery"),
