@@ -63,7 +63,7 @@ func (a *App) health(ctx context.Context) Health {
 		}
 	}
 
-	poll := a.pollInterval()
+	poll := a.worker.PollInterval()
 	h.Worker = workerHealth{Disabled: a.workerDisabled(), Running: a.worker.Running(), Owner: a.worker.Owner(), PollIntervalSeconds: poll.Seconds()}
 	if last := a.worker.LastTick(); !last.IsZero() {
 		h.Worker.LastTick = &last
@@ -86,14 +86,6 @@ func (a *App) health(ctx context.Context) Health {
 		h.Status = "unhealthy"
 	}
 	return h
-}
-
-// pollInterval is the worker's resolved tick.
-func (a *App) pollInterval() time.Duration {
-	if a.Worker != nil && a.Worker.PollInterval > 0 {
-		return time.Duration(a.Worker.PollInterval)
-	}
-	return outbox.DefaultPollInterval
 }
 
 func serveHealth(a *App, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {

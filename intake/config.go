@@ -35,14 +35,12 @@ import (
 
 // Defaults.
 const (
-	DefaultMaxBodyBytes    = 256 << 10
-	DefaultHoneypot        = "_gotcha"
-	DefaultMaxFields       = 100
-	DefaultMaxFieldLen     = 10000
-	DefaultEmailAttempts   = 8
-	DefaultWebhookAttempts = 10
-	DefaultMaxUnknown      = 20
-	DefaultMaxUnknownLen   = 2000
+	DefaultMaxBodyBytes  = 256 << 10
+	DefaultHoneypot      = "_gotcha"
+	DefaultMaxFields     = 100
+	DefaultMaxFieldLen   = 10000
+	DefaultMaxUnknown    = 20
+	DefaultMaxUnknownLen = 2000
 
 	// MaxIdempotencyKeyLength bounds the key a client may send (header or field).
 	MaxIdempotencyKeyLength = 200
@@ -118,7 +116,7 @@ type Config struct {
 	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
 	ClientIP func(*http.Request) string `json:"-"`
 	// EmailAttempts and WebhookAttempts are the App's retry budgets for routes without
-	// their own MaxAttempts. Zero: DefaultEmailAttempts / DefaultWebhookAttempts.
+	// their own MaxAttempts. Zero: outbox.DefaultAttempts of the route's channel.
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
 
