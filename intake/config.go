@@ -1,7 +1,8 @@
 // Package intake turns an HTTP form post into a Submission and its planned Deliveries,
-// and writes the answer. It bounds, parses, normalises and checks the request; it never
-// touches the database (the caller stores the result with outbox.Store.Accept) and it
-// imports nothing from Caddy.
+// and writes the answer; Config.Serve (serve.go) is its one entry point. It bounds,
+// parses, normalises and checks the request; it never touches the database (the
+// caller's Accepter, outbox.Acceptor in the Caddy App, stores the result) and it imports
+// nothing from Caddy.
 //
 // Choices a user can observe:
 //   - Field order is kept as sent. A repeated name (a checkbox group) is stored once, at
