@@ -101,10 +101,11 @@ func (a *App) health(ctx context.Context) Health {
 	})
 }
 
-// pollInterval is the worker's resolved tick.
+// pollInterval is the worker's resolved tick: the worker owns its default
+// (outbox/worker.go), health only reads it.
 func (a *App) pollInterval() time.Duration {
-	if a.Worker != nil && a.Worker.PollInterval > 0 {
-		return time.Duration(a.Worker.PollInterval)
+	if a.worker != nil {
+		return a.worker.PollInterval()
 	}
 	return outbox.DefaultPollInterval
 }

@@ -13,14 +13,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers/telegram"
 )
-
-// DefaultAcceptTimeout bounds one store write at intake (docs/design.md, 'Spool'): past
-// it the visitor gets an answer rather than a hanging request.
-const DefaultAcceptTimeout = 2 * time.Second
 
 // DefaultFrom is the sender of development (.eml file) email when `email { from }` is
 // not set. Real providers get no default: mail from an unverified localhost sender is
@@ -59,7 +54,7 @@ type App struct {
 	storage   StorageConfig // resolved
 	storeKey  string        // set once the store pool holds a reference for this App
 	store     outbox.Store
-	group     outbox.GroupCommitter // shares intake commits between concurrent requests
+	acceptor  *outbox.Acceptor // takes every handler's submissions: store or spool
 	worker    *outbox.Worker
 	ipHashKey []byte
 	from      string
@@ -190,17 +185,27 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.store, a.storeKey = store, sc.poolKey()
-	if sc.Driver == DriverSQLite {
-		// One writer connection: a second shared transaction would only queue behind the
-		// first with a smaller batch.
-		a.group.Flushers = 1
-	}
 
 	a.worker = outbox.NewWorker(a.workerConfig(sender))
 	if err := a.provisionOps(); err != nil {
 		return err
 	}
-	return a.provisionSpool()
+	if err := a.provisionSpool(); err != nil {
+		return err
+	}
+	a.acceptor = &outbox.Acceptor{
+		Store:      store,
+		WriteAhead: a.spoolMode == SpoolAlways,
+		Waker:      a.worker,
+		OnStored:   a.received,
+		Logger:     a.logger,
+	}
+	if sc.Driver == DriverSQLite {
+		// One writer connection: a second shared transaction would only queue behind the
+		// first with a smaller batch.
+		a.acceptor.Group.Flushers = 1
+	}
+	return nil
 }
 
 func (a *App) checkNumbers() error {
@@ -316,39 +321,6 @@ func (a *App) Cleanup() error {
 		}
 	}
 	return err
-}
-
-// Accept stores a parsed submission, or spools it when the store fails (spool.go); a
-// spooled submission comes back with status intake.StatusQueued.
-func (a *App) Accept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
-	return a.acceptOrSpool(ctx, res)
-}
-
-// storeAccept stores a parsed submission with its deliveries in one transaction, then wakes
-// the workers. The store call gets its own deadline and ignores the visitor hanging up:
-// a complete post is worth keeping even if nobody waits for the answer.
-func (a *App) storeAccept(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAcceptTimeout)
-	defer cancel()
-	stored, err := a.group.Accept(sctx, a.store, res.Submission, res.Deliveries)
-	if err != nil {
-		return stored, fmt.Errorf("accept submission %s: %w", res.Submission.ID, err)
-	}
-	// A reused key's post was stored with its deliveries skipped: nothing to wake for.
-	if !stored.Duplicate && !stored.KeyReused && hasPending(res.Deliveries) {
-		a.worker.Broadcast(context.WithoutCancel(ctx))
-	}
-	a.received(res.Submission, stored)
-	return stored, nil
-}
-
-func hasPending(ds []outbox.Delivery) bool {
-	for _, d := range ds {
-		if d.Status == outbox.DeliveryPending {
-			return true
-		}
-	}
-	return false
 }
 
 // registerWebhookSecret records the signing secret of a webhook URL for the webhook

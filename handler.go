@@ -1,17 +1,13 @@
 package formoutbox
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
-	"github.com/formoutbox/caddy-form-outbox/browserclient"
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -88,55 +84,15 @@ func caddyClientIP(r *http.Request) string {
 	return ip
 }
 
-// ServeHTTP handles POST; OPTIONS is the CORS preflight; a GET of the form's path with
-// ?form_outbox=client.js is the browser client (browserclient/serve.go); every other
-// request goes to the next handler, so a GET of the form's own path can serve the page.
+// ServeHTTP hands the request to intake (intake/serve.go), which answers the form's POST,
+// its CORS preflight and the browser client script, with the App's Acceptor keeping each
+// submission; every other request goes to the next handler, so a GET of the form's own
+// path can serve the page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodOptions:
-		h.Preflight(w, r)
-		return nil
-	default:
-		if browserclient.Wants(r) {
-			browserclient.Serve(w, r)
-			return nil
-		}
-		return next.ServeHTTP(w, r)
-	}
-
-	h.SetCORSHeaders(w, r)
-	res, err := h.Parse(r, time.Now())
-	if err != nil {
-		var re *intake.RequestError
-		if !errors.As(err, &re) {
-			h.logger.Error("parse submission", zap.String("form", h.Form), zap.Error(err))
-		}
-		h.WriteError(w, r, err)
+	if h.Serve(w, r, h.app.acceptor, h.logger) {
 		return nil
 	}
-	if res.CaptchaError != nil {
-		h.logger.Warn("captcha verifier unavailable; submission quarantined",
-			zap.String("form", h.Form), zap.String("id", res.Submission.ID.String()), zap.Error(res.CaptchaError))
-	}
-	if res.Stored != nil { // a double post, or over the rate limit and its storage quota
-		h.WriteAnswer(w, r, res, *res.Stored)
-		return nil
-	}
-	stored, err := h.app.Accept(r.Context(), res)
-	if err != nil {
-		// Error text comes from the store and names ids, never field values.
-		h.logger.Error("store submission", zap.String("form", h.Form), zap.Error(err))
-		h.WriteError(w, r, err)
-		return nil
-	}
-	if ce := h.logger.Check(zapcore.DebugLevel, "submission stored"); ce != nil {
-		ce.Write(zap.String("form", h.Form), zap.String("id", stored.ID.String()),
-			zap.String("status", string(stored.Status)), zap.Bool("duplicate", stored.Duplicate))
-	}
-	h.Remember(res, stored)
-	h.WriteAnswer(w, r, res, stored)
-	return nil
+	return next.ServeHTTP(w, r)
 }
 
 // Interface guards.

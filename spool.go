@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/formoutbox/caddy-form-outbox/intake"
-	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
@@ -113,6 +111,7 @@ func (a *App) startSpool() error {
 	}
 	rt.replayer.Start()
 	a.spoolRT.Store(rt)
+	a.acceptor.SetSpool(&spool.Fallback{Spool: rt.spool, Replayer: rt.replayer})
 	return nil
 }
 
@@ -201,43 +200,4 @@ func (a *App) ReplaySpool(ctx context.Context) (spool.Report, error) {
 		return spool.Report{}, errSpoolOff
 	}
 	return rt.replayer.ReplayNow(ctx)
-}
-
-// acceptOrSpool stores res, falling back to the spool, as docs/design.md, 'Spool' says: the
-// visitor hears success only once the submission is committed to the database or fsynced
-// to the spool; if neither took it, the error (a 503) goes back.
-func (a *App) acceptOrSpool(ctx context.Context, res *intake.Result) (outbox.AcceptResult, error) {
-	queued := outbox.AcceptResult{ID: res.Submission.ID, Status: intake.StatusQueued}
-	entry := spool.Entry{Submission: *res.Submission, Deliveries: res.Deliveries}
-	spooled := false
-	rt := a.openSpool()
-	if rt != nil && a.spoolMode == SpoolAlways {
-		if err := rt.spool.Append(entry); err != nil {
-			a.logger.Error("spool ahead of the store", zap.String("id", res.Submission.ID.String()), zap.Error(err))
-		} else {
-			spooled = true
-		}
-	}
-	stored, err := a.storeAccept(ctx, res)
-	if err == nil {
-		if rt != nil && !spooled && rt.spool.Stats().Entries > 0 {
-			// The store answers again: drain what waited for it.
-			rt.replayer.Wake()
-		}
-		return stored, nil
-	}
-	if spooled {
-		a.logger.Warn("store failed; submission is safe in the spool",
-			zap.String("id", res.Submission.ID.String()), zap.Error(err))
-		return queued, nil
-	}
-	if rt == nil {
-		return stored, err
-	}
-	if serr := rt.spool.Append(entry); serr != nil {
-		return outbox.AcceptResult{}, errors.Join(err, serr)
-	}
-	a.logger.Warn("store failed; submission spooled",
-		zap.String("id", res.Submission.ID.String()), zap.Error(err))
-	return queued, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 // lockSQLite takes the database's write lock from a connection of its own, as a backup
@@ -115,8 +117,8 @@ func TestInProcessLockedSQLiteAnswersQueuedWithinAcceptDeadline(t *testing.T) {
 			t.Errorf("post %d: %d %+v (err %v) after %v, want 200 queued", i, b.status, b.a, b.err, b.took)
 			continue
 		}
-		if b.took > DefaultAcceptTimeout+margin {
-			t.Errorf("post %d answered after %v, want at most %v (accept deadline) + %v", i, b.took, DefaultAcceptTimeout, margin)
+		if b.took > outbox.DefaultAcceptTimeout+margin {
+			t.Errorf("post %d answered after %v, want at most %v (accept deadline) + %v", i, b.took, outbox.DefaultAcceptTimeout, margin)
 		}
 		ids[uuid.MustParse(b.a.ID)] = true
 	}

@@ -14,10 +14,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// StatusQueued is what the caller passes as AcceptResult.Status when the store could not
-// take the submission and the spool did: the answer then says "status":"queued".
-const StatusQueued outbox.SubmissionStatus = "queued"
-
 // answer is the JSON body of every answer. Duplicate is set only when the store found
 // the idempotency key already used: a client retrying after a lost answer learns that its
 // first post got through (it is never about spam, so it reveals no detection). Next is
@@ -33,7 +29,7 @@ type answer struct {
 	Error     string      `json:"error,omitempty"`
 }
 
-// WriteAnswer writes the answer once the store committed the submission (or found a
+// writeAnswer writes the answer once the store committed the submission (or found a
 // duplicate, or the spool took it). stored carries the id and status to report: on a
 // duplicate those of the original submission.
 //
@@ -49,7 +45,7 @@ type answer struct {
 //     thank-you page with 200. Spam and other quarantine reasons report "accepted", never
 //     their real status, so a bot learns nothing from the answer; a spooled submission
 //     reports "queued".
-func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) {
+func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) {
 	id := stored.ID
 	if id == uuid.Nil {
 		id = res.Submission.ID
@@ -70,7 +66,7 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 		return
 	}
 	if sub.Status == outbox.SubmissionQuarantined && sub.Reason == outbox.ReasonSchemaViolation &&
-		(status == outbox.SubmissionQuarantined || status == StatusQueued) {
+		(status == outbox.SubmissionQuarantined || status == outbox.StatusQueued) {
 		if res.WantsJSON {
 			writeJSON(w, http.StatusUnprocessableEntity, answer{
 				ID: id.String(), Status: string(outbox.SubmissionQuarantined),
@@ -83,8 +79,8 @@ func (c *Config) WriteAnswer(w http.ResponseWriter, r *http.Request, res *Result
 	}
 
 	public := string(outbox.SubmissionAccepted)
-	if status == StatusQueued {
-		public = string(StatusQueued)
+	if status == outbox.StatusQueued {
+		public = string(outbox.StatusQueued)
 	}
 	target := res.Next
 	if target == "" {
@@ -140,12 +136,12 @@ func (c *Config) writeRateLimited(w http.ResponseWriter, res *Result, stored out
 	_, _ = w.Write([]byte(msg + "\n"))
 }
 
-// WriteError answers a request that did not become a submission. A *RequestError gets its
+// writeError answers a request that did not become a submission. A *RequestError gets its
 // status and message (JSON {"ok":false,"error":...} for JSON clients, plain text
 // otherwise). Any other error means neither the store nor the spool could take the
 // submission: 503 with Retry-After, the only answer that asks the client to try again,
 // and a generic message (the cause is for the log, not the visitor).
-func (c *Config) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+func (c *Config) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
 	var re *RequestError
 	if !errors.As(err, &re) {

@@ -219,7 +219,7 @@ func TestWriteAnswer(t *testing.T) {
 				return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`)
 			},
 			store: func(res *Result) outbox.AcceptResult {
-				return outbox.AcceptResult{ID: res.Submission.ID, Status: StatusQueued}
+				return outbox.AcceptResult{ID: res.Submission.ID, Status: outbox.StatusQueued}
 			},
 			code:  200,
 			ctype: "application/json",
@@ -241,7 +241,7 @@ func TestWriteAnswer(t *testing.T) {
 				st = tt.store(res)
 			}
 			w := httptest.NewRecorder()
-			c.WriteAnswer(w, r, res, st)
+			c.writeAnswer(w, r, res, st)
 			if w.Code != tt.code {
 				t.Errorf("code = %d, want %d (body %q)", w.Code, tt.code, w.Body.String())
 			}
@@ -338,7 +338,7 @@ func TestWriteError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := contactConfig(t)
 			w := httptest.NewRecorder()
-			c.WriteError(w, tt.req(), tt.err)
+			c.writeError(w, tt.req(), tt.err)
 			if w.Code != tt.code {
 				t.Errorf("code = %d, want %d", w.Code, tt.code)
 			}
@@ -354,13 +354,13 @@ func TestWriteError(t *testing.T) {
 	}
 }
 
-// The whole path a handler runs for a request Parse refuses: Parse then WriteError.
+// The whole path a handler runs for a request Parse refuses: Parse then writeError.
 func TestOversizedPostAnswered413(t *testing.T) {
 	c := contactConfig(t)
 	r := postForm(form("message", strings.Repeat("x", DefaultMaxBodyBytes)))
 	_, err := c.Parse(r, testNow)
 	w := httptest.NewRecorder()
-	c.WriteError(w, r, err)
+	c.writeError(w, r, err)
 	if w.Code != 413 || w.Body.String() != "request body too large (at most 262144 bytes)\n" {
 		t.Errorf("got %d %q", w.Code, w.Body.String())
 	}

@@ -1,7 +1,8 @@
 // Package intake turns an HTTP form post into a Submission and its planned Deliveries,
-// and writes the answer. It bounds, parses, normalises and checks the request; it never
-// touches the database (the caller stores the result with outbox.Store.Accept) and it
-// imports nothing from Caddy.
+// and writes the answer; Config.Serve (serve.go) is its one entry point. It bounds,
+// parses, normalises and checks the request; it never touches the database (the
+// caller's Accepter, outbox.Acceptor in the Caddy App, stores the result) and it imports
+// nothing from Caddy.
 //
 // Choices a user can observe:
 //   - Field order is kept as sent. A repeated name (a checkbox group) is stored once, at
@@ -35,14 +36,12 @@ import (
 
 // Defaults.
 const (
-	DefaultMaxBodyBytes    = 256 << 10
-	DefaultHoneypot        = "_gotcha"
-	DefaultMaxFields       = 100
-	DefaultMaxFieldLen     = 10000
-	DefaultEmailAttempts   = 8
-	DefaultWebhookAttempts = 10
-	DefaultMaxUnknown      = 20
-	DefaultMaxUnknownLen   = 2000
+	DefaultMaxBodyBytes  = 256 << 10
+	DefaultHoneypot      = "_gotcha"
+	DefaultMaxFields     = 100
+	DefaultMaxFieldLen   = 10000
+	DefaultMaxUnknown    = 20
+	DefaultMaxUnknownLen = 2000
 
 	// MaxIdempotencyKeyLength bounds the key a client may send (header or field).
 	MaxIdempotencyKeyLength = 200
@@ -118,7 +117,7 @@ type Config struct {
 	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
 	ClientIP func(*http.Request) string `json:"-"`
 	// EmailAttempts and WebhookAttempts are the App's retry budgets for routes without
-	// their own MaxAttempts. Zero: DefaultEmailAttempts / DefaultWebhookAttempts.
+	// their own MaxAttempts. Zero: outbox.DefaultAttempts of the route's channel.
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
 

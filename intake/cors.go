@@ -9,11 +9,11 @@ const (
 	corsAllowHeaders = "Content-Type, Accept, " + headerIdempotencyKey
 )
 
-// SetCORSHeaders adds the CORS response headers for a POST from an allowed origin, so a
+// setCORSHeaders adds the CORS response headers for a POST from an allowed origin, so a
 // fetch() from that site can read the answer (including Retry-After on a 429). Other
 // origins get no CORS headers: their script cannot read the answer, although the post
 // itself is still stored (as quarantined/origin_rejected).
-func (c *Config) SetCORSHeaders(w http.ResponseWriter, r *http.Request) {
+func (c *Config) setCORSHeaders(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Origin")
 	origin := r.Header.Get("Origin")
 	if !c.isAllowedOrigin(origin) {
@@ -23,12 +23,12 @@ func (c *Config) SetCORSHeaders(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Expose-Headers", "Retry-After")
 }
 
-// Preflight answers an OPTIONS request. An allowed origin asking to POST gets 204 with
+// preflight answers an OPTIONS request. An allowed origin asking to POST gets 204 with
 // the CORS grant (methods POST; headers Content-Type, Accept and Idempotency-Key); a
 // preflight from any other origin, or for another method, gets 403 and no grant, which
 // the browser reports as a CORS error before anything is posted. Without
 // allowed_origins, OPTIONS gets a bare 204: cross-origin posting is then not enabled.
-func (c *Config) Preflight(w http.ResponseWriter, r *http.Request) {
+func (c *Config) preflight(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Origin")
 	w.Header().Set("Allow", "OPTIONS, POST")
 	if len(c.AllowedOrigins) == 0 {

@@ -61,13 +61,13 @@ func dedupeKey(sub *outbox.Submission, clientHash string) string {
 	return sub.ContentHash + "|" + clientHash
 }
 
-// Remember records a stored submission so that an identical post from the same client
+// remember records a stored submission so that an identical post from the same client
 // within the dedupe window is answered with its id instead of being stored again. Call
 // it after the store (or the spool) took res. Posts that were not answered as a success
 // (422 schema violation or reused idempotency key, 429 rate limited) are not remembered:
 // the visitor's next try is judged afresh. Duplicates and posts that were never stored
 // are ignored too.
-func (c *Config) Remember(res *Result, stored outbox.AcceptResult) {
+func (c *Config) remember(res *Result, stored outbox.AcceptResult) {
 	reason := res.Submission.Reason
 	if c.recent == nil || res.Stored != nil || res.dedupeKey == "" || stored.Duplicate || stored.KeyReused ||
 		reason == outbox.ReasonSchemaViolation || reason == outbox.ReasonRateLimited {

@@ -48,7 +48,7 @@ func TestRateLimiterRefillsAndKeysIPv6By64(t *testing.T) {
 func TestDedupeWindowExpires(t *testing.T) {
 	c := contactConfig(t)
 	res := mustParse(t, c, postForm(form(validContact...)))
-	c.Remember(res, stored(res))
+	c.remember(res, stored(res))
 	if again, _ := c.Parse(postForm(form(validContact...)), testNow.Add(9*time.Second)); again.Stored == nil || again.Stored.ID != res.Submission.ID {
 		t.Errorf("identical post after 9s not answered with the first id")
 	}
@@ -61,7 +61,7 @@ func TestDedupeWindowExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	r1 := mustParse(t, c2, postForm(form(validContact...)))
-	c2.Remember(r1, stored(r1))
+	c2.remember(r1, stored(r1))
 	if r2 := mustParse(t, c2, postForm(form(validContact...))); r2.Stored != nil {
 		t.Errorf("dedupe off still deduplicates")
 	}
@@ -151,7 +151,7 @@ func TestClientIPModes(t *testing.T) {
 			t.Errorf("client_ip %q: stored %q, want %q", mode, got, want)
 		}
 		// Dedupe keys on the hashed address whatever is stored, so it works in every mode.
-		c.Remember(res, stored(res))
+		c.remember(res, stored(res))
 		if again := mustParse(t, c, postForm(form(validContact...))); again.Stored == nil || again.Stored.ID != res.Submission.ID {
 			t.Errorf("client_ip %q: an identical post from the same client was not deduplicated", mode)
 		}
@@ -180,7 +180,7 @@ func TestPreflight(t *testing.T) {
 		r.Header.Set("Origin", tt.origin)
 		r.Header.Set("Access-Control-Request-Method", tt.method)
 		w := httptest.NewRecorder()
-		c.Preflight(w, r)
+		c.preflight(w, r)
 		if w.Code != tt.code || w.Header().Get("Access-Control-Allow-Origin") != tt.grant {
 			t.Errorf("%s %s: %d grant %q, want %d %q", tt.origin, tt.method, w.Code,
 				w.Header().Get("Access-Control-Allow-Origin"), tt.code, tt.grant)

@@ -62,7 +62,7 @@ func fuzzParseOnce(t *testing.T, c *Config, contentType string, body []byte, ide
 		if !errors.As(err, &re) || re.Status < 400 || re.Status > 499 {
 			t.Fatalf("Parse error %v is not a 4xx *RequestError", err)
 		}
-		c.WriteError(httptest.NewRecorder(), r, err)
+		c.writeError(httptest.NewRecorder(), r, err)
 		return
 	}
 	if int64(len(body)) > c.MaxBodyBytes {
@@ -104,7 +104,7 @@ func fuzzParseOnce(t *testing.T, c *Config, contentType string, body []byte, ide
 		}
 	}
 	w := httptest.NewRecorder()
-	c.WriteAnswer(w, r, res, outbox.AcceptResult{ID: sub.ID, Status: sub.Status})
+	c.writeAnswer(w, r, res, outbox.AcceptResult{ID: sub.ID, Status: sub.Status})
 	if w.Code != 200 && w.Code != 303 && w.Code != 422 {
 		t.Fatalf("answer %d", w.Code)
 	}

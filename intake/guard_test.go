@@ -164,8 +164,8 @@ func TestChatPayloadStoredOnEveryStore(t *testing.T) {
 			if p.To != "-100123" || string(p.Body) != string(want) || strings.Contains(string(d.Payload), "SECRET-TOKEN") {
 				t.Fatalf("payload %s\nwant body %s", d.Payload, want)
 			}
-			if d.MaxAttempts != DefaultEmailAttempts || d.Channel != outbox.ChannelTelegram {
-				t.Fatalf("delivery %+v, want the email budget %d", d, DefaultEmailAttempts)
+			if d.MaxAttempts != outbox.DefaultEmailAttempts || d.Channel != outbox.ChannelTelegram {
+				t.Fatalf("delivery %+v, want the email budget %d", d, outbox.DefaultEmailAttempts)
 			}
 
 			// The fallback's Slack body, with the visitor's <!channel> escaped.

@@ -137,11 +137,9 @@ func (c *Config) maxAttempts(route Route) int {
 		return route.MaxAttempts
 	case route.Channel == outbox.ChannelWebhook && c.WebhookAttempts > 0:
 		return c.WebhookAttempts
-	case route.Channel == outbox.ChannelWebhook:
-		return DefaultWebhookAttempts
-	case c.EmailAttempts > 0:
+	case route.Channel != outbox.ChannelWebhook && c.EmailAttempts > 0:
 		return c.EmailAttempts
 	default:
-		return DefaultEmailAttempts
+		return outbox.DefaultAttempts(route.Channel)
 	}
 }

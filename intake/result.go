@@ -27,8 +27,8 @@ type Result struct {
 	Next string
 	// RetryAfter is set for a rate-limited post: the answer is 429 with this wait.
 	RetryAfter time.Duration
-	// Stored, when set, means the post must NOT be stored: the caller answers with
-	// WriteAnswer(w, r, res, *Stored) at once. It is set for a double post (the first
+	// Stored, when set, means the post must NOT be stored: Serve answers it at once as if
+	// the store had returned *Stored. It is set for a double post (the first
 	// post's id and status, Duplicate set) and for a rate-limited post past the form's
 	// quota of stored rate_limited rows (a zero AcceptResult: nothing has an id).
 	Stored *outbox.AcceptResult

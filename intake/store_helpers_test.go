@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
@@ -19,7 +20,8 @@ import (
 // test can check every row, not only what the Store interface returns.
 type realStore struct {
 	outbox.Store
-	db *sql.DB
+	db  *sql.DB
+	acc *outbox.Acceptor
 }
 
 func openRealStore(t *testing.T) *realStore {
@@ -31,12 +33,11 @@ func openRealStore(t *testing.T) *realStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &realStore{Store: s, db: db}
+	return &realStore{Store: s, db: db, acc: &outbox.Acceptor{Store: s}}
 }
 
-// serve runs one request through intake and the store the way the Caddy handler does:
-// CORS headers, Parse, answer without storing when Parse says so, else Accept, Remember
-// and answer.
+// serve runs one POST through intake's entry point, with the store behind the Acceptor
+// the Caddy App gives its handlers.
 func (s *realStore) serve(t *testing.T, c *Config, r *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
 	return s.serveAt(t, c, r, testNow)
@@ -46,22 +47,7 @@ func (s *realStore) serve(t *testing.T, c *Config, r *http.Request) *httptest.Re
 func (s *realStore) serveAt(t *testing.T, c *Config, r *http.Request, now time.Time) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()
-	c.SetCORSHeaders(w, r)
-	res, err := c.Parse(r, now)
-	if err != nil {
-		c.WriteError(w, r, err)
-		return w
-	}
-	if res.Stored != nil {
-		c.WriteAnswer(w, r, res, *res.Stored)
-		return w
-	}
-	stored, err := outbox.Accept(context.Background(), s, res.Submission, res.Deliveries)
-	if err != nil {
-		t.Fatalf("accept: %v", err)
-	}
-	c.Remember(res, stored)
-	c.WriteAnswer(w, r, res, stored)
+	c.serveSubmission(w, r, s.acc, zaptest.NewLogger(t), now)
 	return w
 }
 

@@ -186,6 +186,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 // Owner is the lease owner this worker writes.
 func (w *Worker) Owner() string { return w.cfg.Owner }
 
+// PollInterval is the worker's tick, its default applied: health judges a stuck worker
+// by it, and must not recompute the default.
+func (w *Worker) PollInterval() time.Duration { return w.cfg.PollInterval }
+
 // Start launches the worker and returns at once; the first pass looks for due work
 // immediately. ctx carries values only: the worker runs until Stop.
 func (w *Worker) Start(ctx context.Context) error {
@@ -440,13 +444,21 @@ func (w *Worker) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(w.sendCtx), storeTimeout)
 }
 
-// maxAttempts is a delivery's attempt budget: its own (set at intake), or 8 for email
-// and 10 for webhooks when that is zero.
+// maxAttempts is a delivery's attempt budget: its own (set at intake), or its channel's
+// default when that is zero.
 func maxAttempts(d Delivery) int {
 	if d.MaxAttempts > 0 {
 		return d.MaxAttempts
 	}
-	if d.Channel == ChannelWebhook {
+	return DefaultAttempts(d.Channel)
+}
+
+// DefaultAttempts is the attempt budget of a channel when neither the route nor the
+// App's retry options set one: DefaultWebhookAttempts for webhooks, DefaultEmailAttempts
+// otherwise. intake plans deliveries with it, so the budget stored at intake and the one
+// the worker falls back to are one number.
+func DefaultAttempts(ch Channel) int {
+	if ch == ChannelWebhook {
 		return DefaultWebhookAttempts
 	}
 	return DefaultEmailAttempts

@@ -21,8 +21,13 @@ type Report struct {
 	Remaining  int // entries still spooled after the pass
 }
 
-// DefaultAcceptTimeout bounds one replayed Accept, like the handler's own deadline.
-const DefaultAcceptTimeout = 5 * time.Second
+// ReplayAcceptTimeout bounds one replayed Accept. It is longer than the intake deadline
+// (outbox.DefaultAcceptTimeout) on purpose: no visitor waits for a replay, and a store
+// that is slow but working, each write taking longer than intake's deadline (which is
+// why the submissions were spooled), must still be drained. With intake's deadline every
+// replayed write to such a store would time out and the spool would never empty. It is
+// still a bound, so a hung store cannot hold a pass, and ReplayNow's callers, forever.
+const ReplayAcceptTimeout = 5 * time.Second
 
 // Replay drains every sealed segment into store, oldest first and in append order, so
 // submissions reach the store in the order their UUIDv7 ids were made. Each record is
@@ -54,7 +59,7 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 		recs, bad := parseSegment(b)
 		for _, r := range recs {
 			sub := r.Entry.Submission
-			actx, cancel := context.WithTimeout(ctx, DefaultAcceptTimeout)
+			actx, cancel := context.WithTimeout(ctx, ReplayAcceptTimeout)
 			res, err := outbox.Accept(actx, store, &sub, r.Entry.Deliveries)
 			cancel()
 			if err != nil {

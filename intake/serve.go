@@ -1,0 +1,85 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/formoutbox/caddy-form-outbox/browserclient"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Accepter keeps a parsed submission with its planned deliveries. outbox.Acceptor is the
+// real one (store, else spool); it reports outbox.StatusQueued for a spooled submission.
+// An error means nothing kept the submission: the visitor is answered 503.
+type Accepter interface {
+	Accept(ctx context.Context, sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error)
+}
+
+// Serve answers every request the form's path is for, and reports whether it did:
+//   - POST is a submission: CORS headers, Parse, acc.Accept, then the answer (writeAnswer),
+//     or the error (writeError). A double post or a rate-limited post past its storage
+//     quota is answered without calling acc.
+//   - OPTIONS is the CORS preflight (preflight).
+//   - GET or HEAD with ?form_outbox=client.js is the browser client
+//     (browserclient/serve.go): the script belongs to this endpoint, since it speaks the
+//     JSON answers written here.
+//
+// Any other request gets false and nothing written, so the caller can pass it on (a GET
+// of the form's own path serves the page). logger may be nil; it gets ids, statuses and
+// store errors, never field values. Provision must have run.
+func (c *Config) Serve(w http.ResponseWriter, r *http.Request, acc Accepter, logger *zap.Logger) bool {
+	switch {
+	case r.Method == http.MethodPost:
+		if logger == nil {
+			logger = zap.NewNop()
+		}
+		c.serveSubmission(w, r, acc, logger, time.Now())
+	case r.Method == http.MethodOptions:
+		c.preflight(w, r)
+	case browserclient.Wants(r):
+		browserclient.Serve(w, r)
+	default:
+		return false
+	}
+	return true
+}
+
+// serveSubmission is Serve's POST path with the clock at now.
+func (c *Config) serveSubmission(w http.ResponseWriter, r *http.Request, acc Accepter, logger *zap.Logger, now time.Time) {
+	c.setCORSHeaders(w, r)
+	res, err := c.Parse(r, now)
+	if err != nil {
+		var re *RequestError
+		if !errors.As(err, &re) {
+			logger.Error("parse submission", zap.String("form", c.Form), zap.Error(err))
+		}
+		c.writeError(w, r, err)
+		return
+	}
+	if res.CaptchaError != nil {
+		logger.Warn("captcha verifier unavailable; submission quarantined",
+			zap.String("form", c.Form), zap.String("id", res.Submission.ID.String()), zap.Error(res.CaptchaError))
+	}
+	if res.Stored != nil {
+		c.writeAnswer(w, r, res, *res.Stored)
+		return
+	}
+	stored, err := acc.Accept(r.Context(), res.Submission, res.Deliveries)
+	if err != nil {
+		// The Accepter's error text names ids, never field values.
+		logger.Error("store submission", zap.String("form", c.Form), zap.Error(err))
+		c.writeError(w, r, err)
+		return
+	}
+	if ce := logger.Check(zapcore.DebugLevel, "submission stored"); ce != nil {
+		ce.Write(zap.String("form", c.Form), zap.String("id", stored.ID.String()),
+			zap.String("status", string(stored.Status)), zap.Bool("duplicate", stored.Duplicate))
+	}
+	c.remember(res, stored)
+	c.writeAnswer(w, r, res, stored)
+}
