@@ -106,7 +106,7 @@ func run(cfg *config) error {
 	}
 	defer os.RemoveAll(tmp)
 	cfg.tmp = tmp
-	r := &report{cfg: cfg, started: time.Now()}
+	r := &report{cfg: cfg, started: time.Now(), loadStart: loadAverage()}
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
@@ -139,6 +139,15 @@ func run(cfg *config) error {
 	r.finished = time.Now()
 	r.loadAfter = loadAverage()
 	md := r.markdown()
+	if len(cfg.only) == 1 && cfg.only["inbox"] {
+		// The inbox part alone updates its figures in the last full report rather
+		// than replacing that report with a page of inbox figures.
+		if old, err := os.ReadFile(cfg.out); err == nil {
+			if spliced, ok := r.spliceInbox(string(old)); ok {
+				md = spliced
+			}
+		}
+	}
 	fmt.Println(md)
 	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
 		return err

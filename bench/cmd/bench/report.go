@@ -16,6 +16,7 @@ type report struct {
 	cfg               *config
 	machine           string
 	started, finished time.Time
+	loadStart         string
 	loadAfter         string
 	rows              []row
 	failures          []string
@@ -26,17 +27,6 @@ type report struct {
 	claim             [2][3]time.Duration // rows, p50, p99
 	inbox             []inboxPoint
 }
-
-func (r *report) inboxGet(store, page string) (inboxPoint, bool) {
-	for _, p := range r.inbox {
-		if p.store == store && p.page == page {
-			return p, true
-		}
-	}
-	return inboxPoint{}, false
-}
-
-var storeNames = map[string]string{"sqlite": "SQLite", "pg": "PostgreSQL"}
 
 func (r *report) add(kind string, conns int, p point) {
 	logf("  %-14s %3d conns: %8.0f/s p50 %v p99 %v success %.3f", kind, conns, p.rate, p.p50.Round(10*time.Microsecond), p.p99.Round(10*time.Microsecond), p.success)
@@ -113,27 +103,7 @@ func (r *report) markdown() string {
 	if r.rssKB > 0 {
 		fmt.Fprintf(&b, "| Caddy RSS under the 64-connection PostgreSQL intake load <= 150 MB | peak sampled %.1f MB (VmHWM %.1f MB) | %s |\n", float64(r.rssKB)/1024, float64(r.rssHWMKB)/1024, verdict(r.rssHWMKB <= 150*1024))
 	}
-	for _, st := range []string{"sqlite", "pg"} {
-		var lists []inboxPoint
-		for _, page := range []string{"first", "deep", "filtered"} {
-			if p, ok := r.inboxGet(st, page); ok {
-				lists = append(lists, p)
-			}
-		}
-		if len(lists) == 3 {
-			worst, cells := time.Duration(0), []string{}
-			for _, p := range lists {
-				worst = max(worst, p.p50)
-				cells = append(cells, ms(p.p50))
-			}
-			fmt.Fprintf(&b, "| %s inbox list page of 50 over %d submissions p50 <= 50 ms (first / page %d / filtered) | %s | %s |\n",
-				storeNames[st], lists[0].rows, inboxDepth+1, strings.Join(cells, " / "), verdict(worst <= 50*time.Millisecond))
-		}
-		if p, ok := r.inboxGet(st, "search"); ok {
-			fmt.Fprintf(&b, "| %s inbox search over %d submissions p50 <= 200 ms | %s (p99 %s) | %s |\n",
-				storeNames[st], p.rows, ms(p.p50), ms(p.p99), verdict(p.p50 <= 200*time.Millisecond))
-		}
-	}
+	r.inboxTargets(&b)
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
 	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by wrk with N keep-alive connections in a closed loop, each request a distinct submission; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL, and after each point the bench checks that the store holds at least as many new submissions as answers of success.\n\n")
@@ -176,24 +146,8 @@ func (r *report) markdown() string {
 		}
 	}
 	if len(r.inbox) > 0 {
-		b.WriteString("\n## Inbox\n\n")
-		fmt.Fprintf(&b, "Server time of one page: `inbox.Handler.Serve` (as Caddy calls it after authenticating the operator) answering a GET into a recorder, in process, timed from the call to the last byte of HTML: the store's queries (the form list and the page's search) and the template. %d requests per page after %d warm-up ones, one at a time. ", r.cfg.inboxReqs, inboxWarmup)
-		fmt.Fprintf(&b, "Each store is seeded fresh (not measured) through SQL into the tables its own Open created: %d submissions for the list pages and, separately, %d for the search; a year of traffic on four forms (contact 50%%, newsletter 25%%, quote 15%%, support 10%%) with 3 to 5 fields, 90%% accepted, 7%% spam, 3%% quarantined, two deliveries each (1%% of accepted submissions with a dead one, 0.5%% pending, skipped for spam and quarantine); the searched word is in one message in 1000. PostgreSQL is vacuumed and analyzed after the seed (autovacuum's work); SQLite has no statistics (the store never runs ANALYZE).\n\n", r.cfg.inboxN, r.cfg.searchN)
-		b.WriteString("| Page | Submissions | SQLite p50 / p99 | PostgreSQL p50 / p99 |\n|---|---|---|---|\n")
-		for _, pg := range inboxPages {
-			var cells []string
-			rows := 0
-			for _, st := range []string{"sqlite", "pg"} {
-				p, ok := r.inboxGet(st, pg.name)
-				if !ok {
-					cells = append(cells, "-")
-					continue
-				}
-				rows = p.rows
-				cells = append(cells, ms(p.p50)+" / "+ms(p.p99))
-			}
-			fmt.Fprintf(&b, "| %s | %d | %s |\n", pg.what, rows, strings.Join(cells, " | "))
-		}
+		b.WriteString("\n")
+		r.inboxSection(&b)
 	}
 	if len(r.failures) > 0 {
 		b.WriteString("\n## Failures in this run\n\n")
