@@ -83,7 +83,9 @@ func (r *report) inboxSection(b *strings.Builder) {
 func (r *report) spliceInbox(old string) (string, bool) {
 	lines := strings.Split(old, "\n")
 	var out []string
-	inTargets, targetsDone, skipping, placed := false, false, false, false
+	// inTable: inside the Targets table, which ends at its first blank line (the one
+	// after the heading comes before it).
+	inTargets, inTable, targetsDone, skipping, placed := false, false, false, false, false
 	var targets, section strings.Builder
 	r.inboxTargets(&targets)
 	r.inboxSection(&section)
@@ -102,12 +104,13 @@ func (r *report) spliceInbox(old string) (string, bool) {
 		case l == "## Targets":
 			inTargets = true
 		case inTargets && strings.HasPrefix(l, "|"):
+			inTable = true
 			if hasAnyPrefix(l, inboxTargetPrefixes) {
 				continue
 			}
-		case inTargets && l == "":
+		case inTable && l == "":
 			out = append(out, strings.Split(strings.TrimSuffix(targets.String(), "\n"), "\n")...)
-			inTargets, targetsDone = false, true
+			inTargets, inTable, targetsDone = false, false, true
 		case l == "## Inbox":
 			out = append(out, strings.Split(section.String(), "\n")...)
 			skipping, placed = true, true
