@@ -3,7 +3,6 @@ package inbox
 import (
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -101,14 +100,4 @@ func parseDay(s string) (time.Time, error) {
 		return t, fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
 	}
 	return t, nil
-}
-
-// formChoices are the forms the filter offers: the configured ones, else those seen.
-func (h *Handler) formChoices(seen []string) []string {
-	if len(h.cfg.Forms) > 0 {
-		return h.cfg.Forms
-	}
-	out := slices.Clone(seen)
-	slices.Sort(out)
-	return slices.Compact(out)
 }

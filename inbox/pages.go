@@ -203,16 +203,17 @@ func (h *Handler) list(rq *request) {
 	}{L: rq.layout("list"), F: f, Statuses: []string{"accepted", "spam", "quarantined"}}
 	ctx, cancel := rq.ctx()
 	defer cancel()
-	ov, err := h.cfg.Store.Overview(ctx, h.cfg.Forms, time.Time{}, time.Time{})
-	if err != nil {
-		rq.storeFailed(err)
-		return
+	// The form choices are the configured forms, else the stored ones: a few index seeks
+	// (SubmissionForms), never a count over every submission, on every page.
+	data.Forms = h.cfg.Forms
+	if len(data.Forms) == 0 {
+		forms, err := h.cfg.Store.SubmissionForms(ctx)
+		if err != nil {
+			rq.storeFailed(err)
+			return
+		}
+		data.Forms = forms
 	}
-	var seen []string
-	for _, c := range ov.Submissions {
-		seen = append(seen, c.Form)
-	}
-	data.Forms = h.formChoices(seen)
 	if ferr != nil {
 		data.Problem = ferr.Error()
 		rq.render(http.StatusBadRequest, "list", data)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 )
 
 // ErrNotSpammable means a submission asked to be marked as spam is not an accepted one.
@@ -118,6 +120,10 @@ type Inbox interface {
 	// SearchSubmissions returns submissions matching f newest first (created_at, then id,
 	// descending) with keyset paging, and the next page's cursor ("" on the last page).
 	SearchSubmissions(ctx context.Context, f InboxFilter) ([]Submission, string, error)
+	// SubmissionForms returns the forms that have submissions, sorted: the list's form
+	// choices. It must not cost a scan of the submissions (both stores skip through the
+	// form index), since the list page asks for it on every request.
+	SubmissionForms(ctx context.Context) ([]string, error)
 	// Overview counts submissions per form and status since dayStart, since weekStart
 	// and in all, and unfinished deliveries per form and status. forms, when not empty,
 	// limits it to those forms.
@@ -168,3 +174,22 @@ func LikePattern(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(s) + "%"
 }
+
+// RawSearchable reports whether a search for s may first be narrowed to the submissions
+// whose stored field JSON contains s (a LIKE over the text, no decoding), before the exact
+// test on decoded values. That is sound when the encoder copies s unescaped: the fields
+// are written by Fields.AppendJSON, which escapes rune by rune, so a value containing s
+// is stored with s in its text; and folding ASCII case is the same on both sides. The
+// narrowing only ever lets more rows through (a field name may match), never fewer.
+func RawSearchable(s string) bool { return jsonw.Verbatim(s) }
+
+// SubmissionFormsQuery lists the distinct forms of the submissions, sorted, for both
+// stores (the SQL is the same in both dialects). Each step seeks the next form greater
+// than the last in the index on (form, created_at, id), so it reads one index entry per
+// form, where SELECT DISTINCT would read every submission's.
+const SubmissionFormsQuery = `WITH RECURSIVE f (form) AS (
+		SELECT MIN(form) FROM submissions
+		UNION ALL
+		SELECT (SELECT MIN(s.form) FROM submissions s WHERE s.form > f.form) FROM f WHERE f.form IS NOT NULL
+	)
+	SELECT form FROM f WHERE form IS NOT NULL`

@@ -70,6 +70,28 @@ func String(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// Verbatim reports whether String copies s unescaped. Then, String escaping rune by rune,
+// every string containing s is written with s in its JSON text as well, which is what lets
+// a search look for s in stored JSON before decoding it (outbox.RawSearchable). U+FFFD is
+// excluded: String writes each invalid byte as \ufffd, which decodes to U+FFFD.
+func Verbatim(s string) bool {
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if !safe[b] {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
 // Object appends JSON objects member by member: the opening brace on the first member,
 // commas between members, and the closing brace from Close.
 type Object struct {

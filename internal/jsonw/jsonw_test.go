@@ -2,6 +2,7 @@ package jsonw
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -73,4 +74,51 @@ func TestObjectMatchesEncodingJSON(t *testing.T) {
 	if got := string(empty.Close()); got != "[{}" {
 		t.Errorf("empty object = %s, want [{}", got)
 	}
+}
+
+// checkVerbatim holds Verbatim to its two promises on v and its substring v[i:j]: it
+// reports exactly whether String copies the substring, and a verbatim substring of v is
+// in v's JSON text too.
+func checkVerbatim(t *testing.T, v string, i, j int) {
+	sub := v[i:j]
+	if got, want := Verbatim(sub), string(String(nil, sub)) == `"`+sub+`"`; got != want {
+		t.Fatalf("Verbatim(%q) = %v, but String writes %s", sub, got, String(nil, sub))
+	}
+	if Verbatim(sub) && !strings.Contains(string(String(nil, v)), sub) {
+		t.Fatalf("Verbatim(%q), but String(%q) = %s lacks it", sub, v, String(nil, v))
+	}
+}
+
+func TestVerbatim(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"zanzibar", true}, {"100% done_ok", true}, {"naïve café 日本語", true}, {"", true},
+		{"<img", false}, {`say "hi"`, false}, {"a&b", false}, {`back\slash`, false},
+		{"tab\t", false}, {"para\u2029", false}, {"\ufffd", false}, {"bad \xff", false},
+	} {
+		if got := Verbatim(c.s); got != c.want {
+			t.Errorf("Verbatim(%q) = %v, want %v", c.s, got, c.want)
+		}
+	}
+	for _, v := range stringCases {
+		for i := 0; i <= len(v); i++ {
+			for j := i; j <= len(v); j++ {
+				checkVerbatim(t, v, i, j)
+			}
+		}
+	}
+}
+
+func FuzzVerbatim(f *testing.F) {
+	for _, s := range stringCases {
+		f.Add(s, 0, len(s)/2)
+	}
+	f.Fuzz(func(t *testing.T, v string, i, j int) {
+		if i < 0 || j < i || j > len(v) {
+			return
+		}
+		checkVerbatim(t, v, i, j)
+	})
 }

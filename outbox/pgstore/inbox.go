@@ -46,6 +46,11 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	}
 	if f.Search != "" {
 		// ILIKE folds more than ASCII case; the contract promises only ASCII.
+		// The ILIKE over the stored text (json is kept as text) parses no JSON, several
+		// times cheaper per row, and leaves the exact test below only the rows it passes.
+		if outbox.RawSearchable(f.Search) {
+			q.where(`s.data::text ILIKE $? ESCAPE '\'`, outbox.LikePattern(f.Search))
+		}
 		q.where(`EXISTS (SELECT 1 FROM json_each_text(s.data) j WHERE j.value ILIKE $? ESCAPE '\')`, outbox.LikePattern(f.Search))
 	}
 	if !cur.IsZero() {
@@ -69,6 +74,19 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	}
 	out, next := outbox.TrimPage(out, limit, outbox.SubmissionCursor)
 	return out, next, nil
+}
+
+// SubmissionForms runs outbox.SubmissionFormsQuery: one index seek per form.
+func (s *Store) SubmissionForms(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, outbox.SubmissionFormsQuery)
+	if err != nil {
+		return nil, fmt.Errorf("submission forms: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("submission forms: %w", err)
+	}
+	return out, nil
 }
 
 // Overview counts submissions per form and status, and unfinished deliveries per form

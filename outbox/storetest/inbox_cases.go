@@ -307,3 +307,27 @@ var _ = register("InboxUnsuppressRemovesAndNamesTheUser", func(t *testing.T, s o
 		t.Errorf("suppression.removed events = %v\nwant %v", got, want)
 	}
 })
+
+var _ = register("InboxSubmissionFormsListsEachFormOnce", func(t *testing.T, s outbox.Store) {
+	ib := inboxStore(t, s)
+	forms := func() []string {
+		t.Helper()
+		got, err := ib.SubmissionForms(testCtx(t))
+		if err != nil {
+			t.Fatalf("submission forms: %v", err)
+		}
+		return got
+	}
+	if got := forms(); len(got) != 0 {
+		t.Fatalf("empty store: forms = %v, want none", got)
+	}
+	for i, form := range []string{"quote", "contact", "newsletter", "contact", "quote", "a-b"} {
+		sub := NewSubmission(form, WithCreatedAt(t0.Add(minutes(i))))
+		MustAccept(t, s, sub, NewDelivery(sub, "email", "sales@example.com"))
+	}
+	quarantined := NewSubmission("zeta", WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
+	MustAccept(t, s, quarantined, NewDelivery(quarantined, "email", "sales@example.com"))
+	if got, want := forms(), []string{"a-b", "contact", "newsletter", "quote", "zeta"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("forms = %v, want %v", got, want)
+	}
+})

@@ -31,8 +31,11 @@ type config struct {
 	claimLow int
 	claimHi  int
 	latN     int
-	tmp      string
-	caddyBin string
+	// inboxN submissions are seeded for the inbox's list pages, searchN for its search;
+	// inboxReqs requests are timed per page.
+	inboxN, searchN, inboxReqs int
+	tmp                        string
+	caddyBin                   string
 	// caddyProfile, when set, is a directory that receives CPU and allocation
 	// profiles of the PostgreSQL Caddy during each of its intake points
 	// (caddy-pg-<conns>.cpu.pprof, caddy-pg-<conns>.allocs.pprof).
@@ -47,7 +50,7 @@ func main() {
 	var cfg config
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
-	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim), for profiling; the report then lacks the others")
+	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim,inbox), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
@@ -83,8 +86,10 @@ func main() {
 	}
 	if cfg.quick {
 		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 2*time.Second, 5000, 10_000, 50_000, 30
+		cfg.inboxN, cfg.searchN, cfg.inboxReqs = 50_000, 10_000, 30
 	} else {
 		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 10*time.Second, 100_000, 10_000, 1_000_000, 200
+		cfg.inboxN, cfg.searchN, cfg.inboxReqs = 1_000_000, 100_000, 50
 	}
 	if err := run(&cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -101,7 +106,7 @@ func run(cfg *config) error {
 	}
 	defer os.RemoveAll(tmp)
 	cfg.tmp = tmp
-	r := &report{cfg: cfg, started: time.Now()}
+	r := &report{cfg: cfg, started: time.Now(), loadStart: loadAverage()}
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
@@ -121,6 +126,7 @@ func run(cfg *config) error {
 		{"burn", "worker burn-down", benchBurnDown},
 		{"c2s", "commit-to-send", benchCommitToSend},
 		{"claim", "claim latency", benchClaim},
+		{"inbox", "inbox pages", benchInbox},
 	}
 	for _, p := range parts {
 		if !cfg.runs(p.name) {
@@ -133,6 +139,15 @@ func run(cfg *config) error {
 	r.finished = time.Now()
 	r.loadAfter = loadAverage()
 	md := r.markdown()
+	if len(cfg.only) == 1 && cfg.only["inbox"] {
+		// The inbox part alone updates its figures in the last full report rather
+		// than replacing that report with a page of inbox figures.
+		if old, err := os.ReadFile(cfg.out); err == nil {
+			if spliced, ok := r.spliceInbox(string(old)); ok {
+				md = spliced
+			}
+		}
+	}
 	fmt.Println(md)
 	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
 		return err

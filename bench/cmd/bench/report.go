@@ -16,6 +16,7 @@ type report struct {
 	cfg               *config
 	machine           string
 	started, finished time.Time
+	loadStart         string
 	loadAfter         string
 	rows              []row
 	failures          []string
@@ -24,6 +25,7 @@ type report struct {
 	burnRiver         float64
 	c2sOn, c2sOff     [2]time.Duration
 	claim             [2][3]time.Duration // rows, p50, p99
+	inbox             []inboxPoint
 }
 
 func (r *report) add(kind string, conns int, p point) {
@@ -101,6 +103,7 @@ func (r *report) markdown() string {
 	if r.rssKB > 0 {
 		fmt.Fprintf(&b, "| Caddy RSS under the 64-connection PostgreSQL intake load <= 150 MB | peak sampled %.1f MB (VmHWM %.1f MB) | %s |\n", float64(r.rssKB)/1024, float64(r.rssHWMKB)/1024, verdict(r.rssHWMKB <= 150*1024))
 	}
+	r.inboxTargets(&b)
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
 	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by wrk with N keep-alive connections in a closed loop, each request a distinct submission; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL, and after each point the bench checks that the store holds at least as many new submissions as answers of success.\n\n")
@@ -141,6 +144,10 @@ func (r *report) markdown() string {
 		if c[1] > 0 {
 			fmt.Fprintf(&b, "| Claim of 10 due rows with %d finished rows (vacuumed, analyzed, warm) | p50 %s, p99 %s |\n", int(c[0]), ms(c[1]), ms(c[2]))
 		}
+	}
+	if len(r.inbox) > 0 {
+		b.WriteString("\n")
+		r.inboxSection(&b)
 	}
 	if len(r.failures) > 0 {
 		b.WriteString("\n## Failures in this run\n\n")
