@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
@@ -162,26 +162,13 @@ func (a *App) releaseSpool() error {
 	return err
 }
 
-// spoolHealth is the spool's part of the health answer: depth and age of what waits for
-// the database.
+// spoolHealth is the spool's part of the health answer (internal/adminapi/health.go).
 func (a *App) spoolHealth() SpoolHealth {
-	rt := a.openSpool()
-	if rt == nil {
-		return SpoolHealth{Healthy: true}
+	var s *spool.Spool
+	if rt := a.openSpool(); rt != nil {
+		s = rt.spool
 	}
-	return spoolHealthOf(rt.spool.Stats(), rt.spool.OldestAge())
-}
-
-// spoolHealthOf judges a spool's stats. A non-empty spool is not unhealthy by itself (the
-// storage check reports the outage); a spool whose last append failed is: until an append
-// succeeds again, a submission the store cannot take is answered 503.
-func spoolHealthOf(st spool.Stats, oldestAge time.Duration) SpoolHealth {
-	h := SpoolHealth{Enabled: true, Depth: int64(st.Entries), OldestAgeSeconds: oldestAge.Seconds(), Healthy: true}
-	if st.AppendError != "" {
-		h.Healthy = false
-		h.Error = fmt.Sprintf("the last append failed at %s: %s", st.AppendErrorAt.UTC().Format(time.RFC3339), st.AppendError)
-	}
-	return h
+	return adminapi.SpoolHealthFor(s)
 }
 
 // SpoolStats is the spool's depth for health checks (zero when the spool is off).
