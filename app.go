@@ -170,7 +170,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.mailDir = a.Email.File.Dir
 	}
 
-	a.ipHashKey, err = loadOrCreateKey(filepath.Join(caddy.AppDataDir(), AppName, ipHashKeyFile))
+	a.ipHashKey, err = loadIPHashKey()
 	if err != nil {
 		return err
 	}
