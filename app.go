@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers/telegram"
 )
@@ -51,8 +52,8 @@ type App struct {
 
 	ctx       caddy.Context
 	logger    *zap.Logger
-	storage   StorageConfig // resolved
-	storeKey  string        // set once the store pool holds a reference for this App
+	storage   storage.Config // resolved
+	storeKey  string         // set once the store pool holds a reference for this App
 	store     outbox.Store
 	acceptor  *outbox.Acceptor // takes every handler's submissions: store or spool
 	worker    *outbox.Worker
@@ -184,7 +185,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	a.store, a.storeKey = store, sc.poolKey()
+	a.store, a.storeKey = store, sc.PoolKey()
 
 	a.worker = outbox.NewWorker(a.workerConfig(sender))
 	if err := a.provisionOps(); err != nil {
@@ -268,7 +269,7 @@ func (a *App) attempts() (email, webhook int) {
 // Start opens the spool (taking its directory's lock) and starts the worker.
 func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
-		zap.String("storage", a.storage.describe()),
+		zap.String("storage", a.storage.Describe()),
 		zap.String("worker", a.worker.Owner()))
 	if a.emailProviderName == "file" {
 		a.logger.Info("email provider: file (development)", zap.String("dir", a.mailDir))
@@ -286,7 +287,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	a.startOps()
-	a.checkStorageAtStart()
+	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
 	return nil
 }
 
@@ -314,7 +315,7 @@ func (a *App) Cleanup() error {
 		key := a.storeKey
 		a.storeKey = ""
 		if _, derr := stores.Delete(key); derr != nil {
-			a.logger.Error("close outbox store", zap.String("storage", a.storage.describe()), zap.Error(derr))
+			a.logger.Error("close outbox store", zap.String("storage", a.storage.Describe()), zap.Error(derr))
 			if err == nil {
 				err = derr
 			}

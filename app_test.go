@@ -72,26 +72,6 @@ func TestAppsShareStoreUntilLastCleanup(t *testing.T) {
 	}
 }
 
-func TestPostgresDSNPlaceholderIsResolvedAndNeverDescribed(t *testing.T) {
-	t.Setenv("FORM_OUTBOX_TEST_DSN", "postgres://u:s3cret@db.invalid/forms")
-	sc, err := resolvedStorage(&StorageConfig{Driver: DriverPostgres, DSN: "{env.FORM_OUTBOX_TEST_DSN}", Schema: "forms"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc.DSN != "postgres://u:s3cret@db.invalid/forms" {
-		t.Errorf("resolved DSN %q", sc.DSN)
-	}
-	if strings.Contains(sc.describe(), "s3cret") || strings.Contains(sc.describe(), "db.invalid") {
-		t.Errorf("describe() reveals the DSN: %q", sc.describe())
-	}
-
-	t.Setenv("FORM_OUTBOX_TEST_DSN", "")
-	_, err = resolvedStorage(&StorageConfig{Driver: DriverPostgres, DSN: "{env.FORM_OUTBOX_TEST_DSN}"})
-	if err == nil || !strings.Contains(err.Error(), "{env.FORM_OUTBOX_TEST_DSN}") {
-		t.Errorf("empty DSN: got %v, want an error naming the placeholder", err)
-	}
-}
-
 func TestFormFromMatcher(t *testing.T) {
 	set := func(matchers map[string]any) caddy.ModuleMap {
 		m := caddy.ModuleMap{}
