@@ -198,7 +198,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Store:      store,
 		WriteAhead: a.spoolMode == SpoolAlways,
 		Waker:      a.worker,
-		OnStored:   a.received,
+		OnStored:   a.observer().Stored,
 		Logger:     a.logger,
 	}
 	if sc.Driver == DriverSQLite {
@@ -229,8 +229,8 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 		Sender:        sender,
 		Logger:        a.logger.Named("worker"),
 		Notifications: true,
-		OnDead:        a.onDead,
-		OnAttempt:     a.onAttempt,
+		OnDead:        a.observer().Dead,
+		OnAttempt:     a.observer().Attempt,
 	}
 	if w := a.Worker; w != nil {
 		wc.Concurrency = w.Concurrency

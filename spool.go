@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
+	"github.com/formoutbox/caddy-form-outbox/internal/telemetry"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
@@ -127,20 +127,14 @@ func (a *App) registerSpoolMetric() {
 	if reg == nil {
 		return
 	}
-	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "form_outbox_spool_entries",
-		Help: "Submissions spooled on local disk and not yet stored in the database.",
-	}, func() float64 {
+	g := telemetry.SpoolGauge(func() int {
 		if rt := a.openSpool(); rt != nil {
-			return float64(rt.spool.Stats().Entries)
+			return rt.spool.Stats().Entries
 		}
 		return 0
 	})
-	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			a.logger.Warn("register spool metric", zap.Error(err))
-		}
+	if err := telemetry.RegisterOnce(reg, g); err != nil {
+		a.logger.Warn("register spool metric", zap.Error(err))
 	}
 }
 
