@@ -15,6 +15,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 	"github.com/formoutbox/caddy-form-outbox/providers/telegram"
 )
 
@@ -70,8 +71,8 @@ type App struct {
 
 	spoolDir  string // resolved at Provision; "" when off
 	spoolMode string
-	spoolKey  string                       // set once Start holds a reference in spools
-	spoolRT   atomic.Pointer[spoolRuntime] // nil until Start opens the spool (spool.go)
+	spoolKey  string                         // set once Start holds a reference in spools
+	spoolRT   atomic.Pointer[spool.Fallback] // nil until Start opens the spool (spool.go)
 
 	opsState // metrics, events, retention (app_ops.go)
 
