@@ -74,11 +74,7 @@ func (b adminBackend) Logger() *zap.Logger               { return b.a.logger }
 func (b adminBackend) Wake(ctx context.Context)          { b.a.worker.Broadcast(ctx) }
 func (b adminBackend) Health(ctx context.Context) Health { return b.a.health(ctx) }
 func (b adminBackend) ReplaySpool(ctx context.Context) (spool.Report, error) {
-	rep, err := b.a.ReplaySpool(ctx)
-	if errors.Is(err, errSpoolOff) {
-		return rep, adminapi.ErrSpoolOff
-	}
-	return rep, err
+	return b.a.ReplaySpool(ctx)
 }
 
 // Health is the body of GET /form_outbox/health (internal/adminapi/views.go).

@@ -13,7 +13,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 	"github.com/formoutbox/caddy-form-outbox/providers/telegram"
 )
 
@@ -51,8 +53,8 @@ type App struct {
 
 	ctx       caddy.Context
 	logger    *zap.Logger
-	storage   StorageConfig // resolved
-	storeKey  string        // set once the store pool holds a reference for this App
+	storage   storage.Config // resolved
+	storeKey  string         // set once the store pool holds a reference for this App
 	store     outbox.Store
 	acceptor  *outbox.Acceptor // takes every handler's submissions: store or spool
 	worker    *outbox.Worker
@@ -69,8 +71,8 @@ type App struct {
 
 	spoolDir  string // resolved at Provision; "" when off
 	spoolMode string
-	spoolKey  string                       // set once Start holds a reference in spools
-	spoolRT   atomic.Pointer[spoolRuntime] // nil until Start opens the spool (spool.go)
+	spoolKey  string                         // set once Start holds a reference in spools
+	spoolRT   atomic.Pointer[spool.Fallback] // nil until Start opens the spool (spool.go)
 
 	opsState // metrics, events, retention (app_ops.go)
 
@@ -170,7 +172,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.mailDir = a.Email.File.Dir
 	}
 
-	a.ipHashKey, err = loadOrCreateKey(filepath.Join(caddy.AppDataDir(), AppName, ipHashKeyFile))
+	a.ipHashKey, err = loadIPHashKey()
 	if err != nil {
 		return err
 	}
@@ -184,7 +186,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	a.store, a.storeKey = store, sc.poolKey()
+	a.store, a.storeKey = store, sc.PoolKey()
 
 	a.worker = outbox.NewWorker(a.workerConfig(sender))
 	if err := a.provisionOps(); err != nil {
@@ -197,7 +199,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Store:      store,
 		WriteAhead: a.spoolMode == SpoolAlways,
 		Waker:      a.worker,
-		OnStored:   a.received,
+		OnStored:   a.observer().Stored,
 		Logger:     a.logger,
 	}
 	if sc.Driver == DriverSQLite {
@@ -228,8 +230,8 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 		Sender:        sender,
 		Logger:        a.logger.Named("worker"),
 		Notifications: true,
-		OnDead:        a.onDead,
-		OnAttempt:     a.onAttempt,
+		OnDead:        a.observer().Dead,
+		OnAttempt:     a.observer().Attempt,
 	}
 	if w := a.Worker; w != nil {
 		wc.Concurrency = w.Concurrency
@@ -268,7 +270,7 @@ func (a *App) attempts() (email, webhook int) {
 // Start opens the spool (taking its directory's lock) and starts the worker.
 func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
-		zap.String("storage", a.storage.describe()),
+		zap.String("storage", a.storage.Describe()),
 		zap.String("worker", a.worker.Owner()))
 	if a.emailProviderName == "file" {
 		a.logger.Info("email provider: file (development)", zap.String("dir", a.mailDir))
@@ -286,7 +288,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	a.startOps()
-	a.checkStorageAtStart()
+	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
 	return nil
 }
 
@@ -314,7 +316,7 @@ func (a *App) Cleanup() error {
 		key := a.storeKey
 		a.storeKey = ""
 		if _, derr := stores.Delete(key); derr != nil {
-			a.logger.Error("close outbox store", zap.String("storage", a.storage.describe()), zap.Error(derr))
+			a.logger.Error("close outbox store", zap.String("storage", a.storage.Describe()), zap.Error(derr))
 			if err == nil {
 				err = derr
 			}

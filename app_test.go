@@ -1,10 +1,8 @@
 package formoutbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,61 +69,6 @@ func TestAppsShareStoreUntilLastCleanup(t *testing.T) {
 	}
 	if err := b.store.Ping(context.Background()); err == nil {
 		t.Fatal("store still open after the last App was cleaned up")
-	}
-}
-
-func TestPostgresDSNPlaceholderIsResolvedAndNeverDescribed(t *testing.T) {
-	t.Setenv("FORM_OUTBOX_TEST_DSN", "postgres://u:s3cret@db.invalid/forms")
-	sc, err := resolvedStorage(&StorageConfig{Driver: DriverPostgres, DSN: "{env.FORM_OUTBOX_TEST_DSN}", Schema: "forms"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc.DSN != "postgres://u:s3cret@db.invalid/forms" {
-		t.Errorf("resolved DSN %q", sc.DSN)
-	}
-	if strings.Contains(sc.describe(), "s3cret") || strings.Contains(sc.describe(), "db.invalid") {
-		t.Errorf("describe() reveals the DSN: %q", sc.describe())
-	}
-
-	t.Setenv("FORM_OUTBOX_TEST_DSN", "")
-	_, err = resolvedStorage(&StorageConfig{Driver: DriverPostgres, DSN: "{env.FORM_OUTBOX_TEST_DSN}"})
-	if err == nil || !strings.Contains(err.Error(), "{env.FORM_OUTBOX_TEST_DSN}") {
-		t.Errorf("empty DSN: got %v, want an error naming the placeholder", err)
-	}
-}
-
-func TestIPHashKeyIsCreatedOnceAndKept(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "form_outbox", ipHashKeyFile)
-	first, err := loadOrCreateKey(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(first) != ipHashKeyBytes {
-		t.Fatalf("key of %d bytes, want %d", len(first), ipHashKeyBytes)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if perm := info.Mode().Perm(); perm != 0o600 {
-		t.Errorf("key file mode %v, want 0600", perm)
-	}
-	again, err := loadOrCreateKey(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(first, again) {
-		t.Error("second load made a new key instead of reading the file")
-	}
-	if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ip_hash.key-*")); len(leftovers) != 0 {
-		t.Errorf("temporary files left behind: %v", leftovers)
-	}
-
-	if err := os.WriteFile(path, []byte("abcd\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := loadOrCreateKey(path); err == nil {
-		t.Error("a truncated key file was accepted")
 	}
 }
 

@@ -6,13 +6,15 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 
-	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/internal/telemetry"
 )
 
-// Caddy event names. Subscribe with `events { on form_outbox.delivery_dead <handler> }`.
+// Caddy event names (internal/telemetry/observer.go builds their payloads). Subscribe
+// with `events { on form_outbox.delivery_dead <handler> }`.
 const (
-	EventNameSubmissionReceived = "form_outbox.submission_received"
-	EventNameDeliveryDead       = "form_outbox.delivery_dead"
+	EventNameSubmissionReceived = telemetry.EventSubmissionReceived
+	EventNameDeliveryDead       = telemetry.EventDeliveryDead
+	EventNameDeliveryFeedback   = telemetry.EventDeliveryFeedback
 )
 
 // loadEvents finds Caddy's events app when the config has one. Subscriptions exist only
@@ -30,36 +32,13 @@ func (a *App) loadEvents() error {
 	return nil
 }
 
-// The events carry ids, names and statuses only: handlers may run shell commands or
-// forward to chat, and visitor data must not travel there. Look the rest up through the
-// admin API.
-
-func (a *App) emitSubmissionReceived(sub *outbox.Submission, stored outbox.AcceptResult) {
-	if a.events == nil {
-		return
-	}
-	reason := sub.Reason
-	if stored.KeyReused { // stored quarantined under this reason, not sub's (outbox.Accept)
-		reason = outbox.ReasonIdempotencyKeyReused
-	}
-	a.events.Emit(a.ctx, EventNameSubmissionReceived, map[string]any{
-		"submission_id": stored.ID.String(),
-		"form":          sub.Form,
-		"status":        string(stored.Status),
-		"reason":        reason,
-	})
-}
-
-func (a *App) emitDeliveryDead(d outbox.Delivery) {
-	if a.events == nil {
-		return
-	}
-	a.events.Emit(a.ctx, EventNameDeliveryDead, map[string]any{
-		"delivery_id":   d.ID.String(),
-		"submission_id": d.SubmissionID.String(),
-		"route":         d.Route,
-		"channel":       string(d.Channel),
-		"attempts":      d.Attempts,
-		"provider":      d.Provider,
-	})
+// observer is the telemetry the worker, acceptor and feedback hooks report to. Its events
+// reach Caddy's events app, looked up when they happen: the worker's hooks are taken
+// before provisionOps loads the events app.
+func (a *App) observer() telemetry.Observer {
+	return telemetry.Observer{Emit: func(name string, data map[string]any) {
+		if a.events != nil {
+			a.events.Emit(a.ctx, name, data)
+		}
+	}}
 }

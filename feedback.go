@@ -71,7 +71,7 @@ func (h *FeedbackHandler) Provision(ctx caddy.Context) error {
 	cfg := feedback.Config{
 		Store:      fs,
 		Suppress:   h.Suppress == nil || *h.Suppress,
-		OnRecorded: app.onFeedback,
+		OnRecorded: app.observer().Feedback,
 		Logger:     ctx.Logger(),
 	}
 	if s := h.SNS; s != nil {
@@ -103,6 +103,12 @@ func (h *FeedbackHandler) Provision(ctx caddy.Context) error {
 func (h *FeedbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	h.receiver.ServeHTTP(w, r)
 	return nil
+}
+
+// feedbackStore is the App's store seen as a feedback store, or nil.
+func (a *App) feedbackStore() outbox.FeedbackStore {
+	fs, _ := a.store.(outbox.FeedbackStore)
+	return fs
 }
 
 // Interface guards.

@@ -5,22 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
+	"github.com/formoutbox/caddy-form-outbox/internal/telemetry"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
-// Spool modes (docs/design.md, 'Spool'), the value of `spool DIR | off | always`.
+// Spool modes (outbox/spool/fallback.go), the value of `spool DIR | off | always`.
 const (
-	// SpoolOff: a store failure is a 503; nothing is written locally.
-	SpoolOff = "off"
-	// SpoolAlways: write-ahead; every submission is fsynced to the spool before the
-	// store, and the replayer later finds it stored (a no-op) or stores it.
-	SpoolAlways = "always"
+	SpoolOff    = spool.ModeOff
+	SpoolAlways = spool.ModeAlways
 )
 
 // SpoolConfig is the JSON twin of `spool DIR | off | always [DIR]`.
@@ -32,8 +29,6 @@ type SpoolConfig struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-var errSpoolOff = errors.New("the spool is off")
-
 // spools shares one open spool per directory across config reloads, so two Apps never
 // append to one directory through two handles.
 var spools = caddy.NewUsagePool()
@@ -41,12 +36,6 @@ var spools = caddy.NewUsagePool()
 type pooledSpool struct{ *spool.Spool }
 
 func (p pooledSpool) Destruct() error { return p.Spool.Close() }
-
-// spoolRuntime is the spool this App opened at Start and the replayer that drains it.
-type spoolRuntime struct {
-	spool    *spool.Spool
-	replayer *spool.Replayer
-}
 
 // provisionSpool resolves the spool's mode and directory. It opens nothing: opening takes
 // the directory's lock (outbox/spool/lock_unix.go), and `caddy validate` or `caddy adapt
@@ -56,12 +45,11 @@ func (a *App) provisionSpool() error {
 	if a.Spool != nil {
 		sc = *a.Spool
 	}
-	switch sc.Mode {
-	case "", SpoolAlways:
-	case SpoolOff:
+	if err := spool.CheckMode(sc.Mode); err != nil {
+		return err
+	}
+	if sc.Mode == SpoolOff {
 		return nil
-	default:
-		return fmt.Errorf("spool: unknown mode %q (want off or always)", sc.Mode)
 	}
 	a.spoolMode = sc.Mode
 	dir := caddy.NewReplacer().ReplaceKnown(sc.Dir, "")
@@ -98,27 +86,17 @@ func (a *App) startSpool() error {
 		return fmt.Errorf("spool: %w", err)
 	}
 	a.spoolKey = abs
-	rt := &spoolRuntime{spool: val.(pooledSpool).Spool}
-	rt.replayer = &spool.Replayer{
-		Spool:  rt.spool,
-		Store:  a.store,
-		Logger: a.logger.Named("spool"),
-		OnReplay: func(rep spool.Report, err error) {
-			if rep.Stored > 0 {
-				a.worker.Broadcast(context.Background())
-			}
-		},
-	}
-	rt.replayer.Start()
-	a.spoolRT.Store(rt)
-	a.acceptor.SetSpool(&spool.Fallback{Spool: rt.spool, Replayer: rt.replayer})
+	f := spool.StartFallback(val.(pooledSpool).Spool, a.store, a.logger.Named("spool"),
+		func() { a.worker.Broadcast(context.Background()) })
+	a.spoolRT.Store(f)
+	a.acceptor.SetSpool(f)
 	return nil
 }
 
 // openSpool is the spool once Start opened it, else nil. Caddy starts its apps in no set
 // order, so the HTTP app may serve a request before this App's Start: such a request is
 // answered as with the spool off (a store failure is a 503), never silently dropped.
-func (a *App) openSpool() *spoolRuntime { return a.spoolRT.Load() }
+func (a *App) openSpool() *spool.Fallback { return a.spoolRT.Load() }
 
 // registerSpoolMetric exports the spool's depth. Each config has its own registry; a
 // reload registers the new App's gauge in the new one.
@@ -127,27 +105,21 @@ func (a *App) registerSpoolMetric() {
 	if reg == nil {
 		return
 	}
-	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "form_outbox_spool_entries",
-		Help: "Submissions spooled on local disk and not yet stored in the database.",
-	}, func() float64 {
-		if rt := a.openSpool(); rt != nil {
-			return float64(rt.spool.Stats().Entries)
+	g := telemetry.SpoolGauge(func() int {
+		if f := a.openSpool(); f != nil {
+			return f.Waiting()
 		}
 		return 0
 	})
-	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			a.logger.Warn("register spool metric", zap.Error(err))
-		}
+	if err := telemetry.RegisterOnce(reg, g); err != nil {
+		a.logger.Warn("register spool metric", zap.Error(err))
 	}
 }
 
 // stopSpool stops the replayer; the spool stays open until Cleanup releases it.
 func (a *App) stopSpool() {
-	if rt := a.openSpool(); rt != nil {
-		rt.replayer.Stop()
+	if f := a.openSpool(); f != nil {
+		f.Stop()
 	}
 }
 
@@ -162,42 +134,29 @@ func (a *App) releaseSpool() error {
 	return err
 }
 
-// spoolHealth is the spool's part of the health answer: depth and age of what waits for
-// the database.
+// spoolHealth is the spool's part of the health answer (internal/adminapi/health.go).
 func (a *App) spoolHealth() SpoolHealth {
-	rt := a.openSpool()
-	if rt == nil {
-		return SpoolHealth{Healthy: true}
+	var s *spool.Spool
+	if f := a.openSpool(); f != nil {
+		s = f.Spool
 	}
-	return spoolHealthOf(rt.spool.Stats(), rt.spool.OldestAge())
-}
-
-// spoolHealthOf judges a spool's stats. A non-empty spool is not unhealthy by itself (the
-// storage check reports the outage); a spool whose last append failed is: until an append
-// succeeds again, a submission the store cannot take is answered 503.
-func spoolHealthOf(st spool.Stats, oldestAge time.Duration) SpoolHealth {
-	h := SpoolHealth{Enabled: true, Depth: int64(st.Entries), OldestAgeSeconds: oldestAge.Seconds(), Healthy: true}
-	if st.AppendError != "" {
-		h.Healthy = false
-		h.Error = fmt.Sprintf("the last append failed at %s: %s", st.AppendErrorAt.UTC().Format(time.RFC3339), st.AppendError)
-	}
-	return h
+	return adminapi.SpoolHealthFor(s)
 }
 
 // SpoolStats is the spool's depth for health checks (zero when the spool is off).
 func (a *App) SpoolStats() (entries int, oldestAgeSeconds float64, on bool) {
-	rt := a.openSpool()
-	if rt == nil {
+	f := a.openSpool()
+	if f == nil {
 		return 0, 0, false
 	}
-	return rt.spool.Stats().Entries, rt.spool.OldestAge().Seconds(), true
+	return f.Waiting(), f.Spool.OldestAge().Seconds(), true
 }
 
-// ReplaySpool runs one replay pass now (admin API).
+// ReplaySpool runs one replay pass now (admin API); adminapi.ErrSpoolOff when off.
 func (a *App) ReplaySpool(ctx context.Context) (spool.Report, error) {
-	rt := a.openSpool()
-	if rt == nil {
-		return spool.Report{}, errSpoolOff
+	f := a.openSpool()
+	if f == nil {
+		return spool.Report{}, adminapi.ErrSpoolOff
 	}
-	return rt.replayer.ReplayNow(ctx)
+	return f.Replayer.ReplayNow(ctx)
 }

@@ -77,7 +77,7 @@ func TestInProcessStoreFailureSpoolsAndAnswersQueued(t *testing.T) {
 	}
 	// Replay into another database: the visitor's submission, under the answered id.
 	other := storetest.OpenSQLite(t)
-	rep, err := app.openSpool().spool.Replay(context.Background(), other, nil)
+	rep, err := app.openSpool().Spool.Replay(context.Background(), other, nil)
 	if err != nil || rep.Stored != 1 {
 		t.Fatalf("replay: %+v, %v", rep, err)
 	}
@@ -131,7 +131,7 @@ func TestInProcessSpoolAlwaysWritesAhead(t *testing.T) {
 	app := runningApp(t)
 	// The background replayer's first pass may run late, after the POST below, and take
 	// the record (a duplicate) before it is counted here; stop it and replay by hand.
-	app.openSpool().replayer.Stop()
+	app.openSpool().Replayer.Stop()
 	resp, a := postContactJSON(t, addr)
 	if resp.StatusCode != http.StatusOK || a.Status != "accepted" {
 		t.Fatalf("POST: %d %+v, want 200 accepted", resp.StatusCode, a)

@@ -2,12 +2,14 @@ package adminapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
 // healthTimeout bounds the storage checks of one health request: a hung database must
@@ -95,6 +97,27 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 	}
 	if len(h.Problems) > 0 {
 		h.Status = "unhealthy"
+	}
+	return h
+}
+
+// SpoolHealthFor is the spool's part of the health answer: depth and age of what waits
+// for the database. A nil spool is one that is off or not open yet, which is no problem.
+func SpoolHealthFor(s *spool.Spool) SpoolHealth {
+	if s == nil {
+		return SpoolHealth{Healthy: true}
+	}
+	return SpoolHealthOf(s.Stats(), s.OldestAge())
+}
+
+// SpoolHealthOf judges a spool's stats. A non-empty spool is not unhealthy by itself (the
+// storage check reports the outage); a spool whose last append failed is: until an append
+// succeeds again, a submission the store cannot take is answered 503.
+func SpoolHealthOf(st spool.Stats, oldestAge time.Duration) SpoolHealth {
+	h := SpoolHealth{Enabled: true, Depth: int64(st.Entries), OldestAgeSeconds: oldestAge.Seconds(), Healthy: true}
+	if st.AppendError != "" {
+		h.Healthy = false
+		h.Error = fmt.Sprintf("the last append failed at %s: %s", st.AppendErrorAt.UTC().Format(time.RFC3339), st.AppendError)
 	}
 	return h
 }

@@ -1,6 +1,32 @@
 package spool
 
-import "github.com/formoutbox/caddy-form-outbox/outbox"
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// Spool modes, the values of `spool DIR | off | always` (the root's caddyfile_spool.go).
+const (
+	// ModeFallback ("") spools only when the store fails or is too slow.
+	ModeFallback = ""
+	// ModeOff: a store failure is a 503; nothing is written locally.
+	ModeOff = "off"
+	// ModeAlways: write-ahead; every submission is fsynced to the spool before the
+	// store, and the replayer later finds it stored (a no-op) or stores it.
+	ModeAlways = "always"
+)
+
+// CheckMode refuses a mode that is none of the above.
+func CheckMode(mode string) error {
+	switch mode {
+	case ModeFallback, ModeOff, ModeAlways:
+		return nil
+	}
+	return fmt.Errorf("spool: unknown mode %q (want off or always)", mode)
+}
 
 // Fallback is a spool and the replayer that drains it, as outbox.Acceptor uses them when
 // the store fails.
@@ -8,6 +34,26 @@ type Fallback struct {
 	Spool    *Spool
 	Replayer *Replayer
 }
+
+// StartFallback starts a replayer that drains s into store and returns both as the
+// Acceptor's fallback. stored, when set, runs after every pass that stored something
+// (the root wakes the delivery workers with it). Stop the replayer with Stop; s stays
+// open, its owner closes it.
+func StartFallback(s *Spool, store outbox.Store, logger *zap.Logger, stored func()) *Fallback {
+	f := &Fallback{Spool: s, Replayer: &Replayer{Spool: s, Store: store, Logger: logger}}
+	if stored != nil {
+		f.Replayer.OnReplay = func(rep Report, _ error) {
+			if rep.Stored > 0 {
+				stored()
+			}
+		}
+	}
+	f.Replayer.Start()
+	return f
+}
+
+// Stop stops the replayer; the spool stays open.
+func (f *Fallback) Stop() { f.Replayer.Stop() }
 
 // Append spools one submission, fsynced when it returns nil.
 func (f *Fallback) Append(sub *outbox.Submission, deliveries []outbox.Delivery) error {
