@@ -3,8 +3,13 @@ package intake
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
@@ -167,6 +172,58 @@ func TestChatTemplateProvisionErrors(t *testing.T) {
 		c := &Config{Form: "f", Routes: []Route{tc.route}}
 		if err := c.Provision(); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secretpart") {
 			t.Errorf("provision: %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestTemplateFailingOnAPostIsRecorded: a template that ran on the sample at provision
+// but fails on one post (here, only when topic is x) leaves the lead going out with the
+// built-in message, and the failure is recorded as a template.failed event naming the
+// route, the option and the file, and logged at WARN, neither with a submitted value.
+func TestTemplateFailingOnAPostIsRecorded(t *testing.T) {
+	s := openRealStore(t)
+	c := &Config{Form: "contact", IPHashKey: []byte("k"), Routes: []Route{
+		{Name: "sales", Channel: outbox.ChannelEmail, To: []string{"sales@example.com"}, BodyText: "testdata/templates/failsonx.txt"},
+		{Name: "chat", Channel: outbox.ChannelSlack, URL: slackURL, Text: "testdata/templates/failsonx.txt"},
+	}}
+	if err := c.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	w := httptest.NewRecorder()
+	c.serveSubmission(w, postForm(form("topic", "x", "message", "Visitor-Secret-Words")), s.acc, zap.New(core), testNow)
+	if w.Code != 200 {
+		t.Fatalf("answer %d %s", w.Code, w.Body)
+	}
+	evs, err := s.ListEvents(context.Background(), outbox.EventTemplateFailed, 10)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("template.failed events %+v, %v; want 2", evs, err)
+	}
+	for i, want := range []string{`{"route":"sales","option":"body_text","template":"testdata/templates/failsonx.txt","error":"template: testdata/templates/failsonx.txt:2:`,
+		`{"route":"chat","option":"text","template":"testdata/templates/failsonx.txt","error":"template: testdata/templates/failsonx.txt:2:`} {
+		// ListEvents gives the newest first; both were written in one transaction.
+		d := string(evs[len(evs)-1-i].Data)
+		if !strings.HasPrefix(d, want) || strings.Contains(d, "Visitor-Secret") {
+			t.Errorf("event %d data %s, want it to start %s", i, d, want)
+		}
+	}
+	ds, err := s.ListDeliveries(context.Background(), evs[0].SubmissionID)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries %+v, %v", ds, err)
+	}
+	for _, d := range ds {
+		p := payloadOf(t, d)
+		if d.Status != outbox.DeliveryPending || !strings.Contains(p.Text+string(p.Body), "Visitor-Secret-Words") {
+			t.Errorf("%s: status %s, payload %s; want pending with the built-in message", d.Route, d.Status, d.Payload)
+		}
+	}
+	warns := logs.FilterMessage("template failed; the built-in message was sent instead").All()
+	if len(warns) != 2 || warns[0].Level != zap.WarnLevel || warns[0].ContextMap()["template"] != "testdata/templates/failsonx.txt" {
+		t.Fatalf("warnings %+v", warns)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.ContextMap()), "Visitor-Secret") {
+			t.Errorf("log %q holds a submitted value: %v", e.Message, e.ContextMap())
 		}
 	}
 }
