@@ -183,3 +183,46 @@ func TestChatChannelsEndToEnd(t *testing.T) {
 		t.Errorf("a secret reached the log:\n%s", log)
 	}
 }
+
+// TestHungChatRequestIsAmbiguousRetriedAndCounted: a chat request that was sent and
+// never answered may have posted the message, and chat services take no idempotency
+// key, so the attempt is recorded ambiguous (after providers/chat.DefaultTimeout),
+// counted in form_outbox_deliveries_total, and retried until sent.
+func TestHungChatRequestIsAmbiguousRetriedAndCounted(t *testing.T) {
+	tg := telegramfake.New(telegramToken)
+	defer tg.Close()
+	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
+	defer sl.Close()
+	defer dc.Close()
+	defer tm.Close()
+	cf := strings.NewReplacer("{{TELEGRAM}}", tg.URL(), "{{SLACK}}", sl.URL(), "{{DISCORD}}", dc.URL(),
+		"{{TEAMS}}", tm.URL()).Replace(chatCaddyfile)
+	p := newCaddy(t, caddyOpts{Caddyfile: cf, Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
+	db := openSQLite(t, filepath.Join(p.dir, "forms.db"))
+
+	sl.Enqueue(slackfake.Reply{Hang: true})
+	resp, _ := postForm(t, p, url.Values{"topic": {"slack"}, "message": {"hung-slack"}}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d", resp.StatusCode)
+	}
+	var as []attemptRow
+	var id string
+	if err := waitFor(45*time.Second, func() bool {
+		if db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
+			WHERE s.data LIKE '%hung-slack%' AND d.status = 'sent'`).Scan(&id) != nil {
+			return false
+		}
+		as = attemptsOf(t, db, id)
+		return true
+	}); err != nil {
+		t.Fatalf("the hung slack delivery was never sent: %v", err)
+	}
+	if len(as) != 2 || as[0].Outcome != "ambiguous" || as[1].Outcome != "sent" {
+		t.Fatalf("attempts %+v, want ambiguous then sent", as)
+	}
+	if n := len(sl.Requests()); n != 2 {
+		t.Errorf("slack got %d requests, want the hung one and its retry", n)
+	}
+	p.waitMetric(t, 1, "form_outbox_deliveries_total", "channel", "slack", "outcome", "ambiguous")
+	p.waitMetric(t, 1, "form_outbox_deliveries_total", "channel", "slack", "outcome", "sent")
+}
