@@ -76,23 +76,28 @@ func chatDeliveryOf(t *testing.T, db *sql.DB, marker, status string) chatDeliver
 	return d
 }
 
+// startChatCaddy starts the four chat fakes and a Caddy running chatCaddyfile against
+// them; the fakes close when the test ends.
+func startChatCaddy(t *testing.T) (*telegramfake.Server, *slackfake.Server, *discordfake.Server, *teamsfake.Server, *caddyProc, *sql.DB) {
+	t.Helper()
+	tg := telegramfake.New(telegramToken)
+	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
+	for _, c := range []interface{ Close() }{tg, sl, dc, tm} {
+		t.Cleanup(c.Close)
+	}
+	cf := strings.NewReplacer("{{TELEGRAM}}", tg.URL(), "{{SLACK}}", sl.URL(), "{{DISCORD}}", dc.URL(),
+		"{{TEAMS}}", tm.URL()).Replace(chatCaddyfile)
+	p := newCaddy(t, caddyOpts{Caddyfile: cf, Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
+	return tg, sl, dc, tm, p, openSQLite(t, filepath.Join(p.dir, "forms.db"))
+}
+
 // TestChatChannelsEndToEnd is issue 17's "done when" for the channels: through the built
 // Caddy, each chat channel delivers to its fake in its wire format, a permanent refusal
 // makes the delivery dead after one attempt, a 429 is retried and then sent, what no
 // guard matched goes to the fallback, and the bot token reaches neither the log nor the
 // database.
 func TestChatChannelsEndToEnd(t *testing.T) {
-	tg := telegramfake.New(telegramToken)
-	defer tg.Close()
-	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
-	defer sl.Close()
-	defer dc.Close()
-	defer tm.Close()
-
-	cf := strings.NewReplacer("{{TELEGRAM}}", tg.URL(), "{{SLACK}}", sl.URL(), "{{DISCORD}}", dc.URL(),
-		"{{TEAMS}}", tm.URL()).Replace(chatCaddyfile)
-	p := newCaddy(t, caddyOpts{Caddyfile: cf, Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
-	db := openSQLite(t, filepath.Join(p.dir, "forms.db"))
+	tg, sl, dc, tm, p, db := startChatCaddy(t)
 
 	post := func(topic, marker string) {
 		t.Helper()
@@ -189,17 +194,7 @@ func TestChatChannelsEndToEnd(t *testing.T) {
 // key, so the attempt is recorded ambiguous (after providers/chat.DefaultTimeout),
 // counted in form_outbox_deliveries_total, and retried until sent.
 func TestHungChatRequestIsAmbiguousRetriedAndCounted(t *testing.T) {
-	tg := telegramfake.New(telegramToken)
-	defer tg.Close()
-	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
-	defer sl.Close()
-	defer dc.Close()
-	defer tm.Close()
-	cf := strings.NewReplacer("{{TELEGRAM}}", tg.URL(), "{{SLACK}}", sl.URL(), "{{DISCORD}}", dc.URL(),
-		"{{TEAMS}}", tm.URL()).Replace(chatCaddyfile)
-	p := newCaddy(t, caddyOpts{Caddyfile: cf, Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
-	db := openSQLite(t, filepath.Join(p.dir, "forms.db"))
-
+	_, sl, _, _, p, db := startChatCaddy(t)
 	sl.Enqueue(slackfake.Reply{Hang: true})
 	resp, _ := postForm(t, p, url.Values{"topic": {"slack"}, "message": {"hung-slack"}}, nil)
 	if resp.StatusCode != http.StatusOK {
