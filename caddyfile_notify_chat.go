@@ -13,9 +13,11 @@ import (
 //	notify telegram CHAT_ID {
 //		token SECRET                       # the bot token; use a placeholder like {env.TELEGRAM_TOKEN}
 //		endpoint URL                       # default https://api.telegram.org
+//		text FILE                          # a Go text/template in the target's markup; values escaped
 //		(when, fallback: see parseRouteOption)
 //	}
 //	notify slack|discord|teams URL {       # the incoming webhook / workflow URL, a credential
+//		text FILE
 //		(when, fallback: see parseRouteOption)
 //	}
 func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, error) {
@@ -48,6 +50,8 @@ func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, e
 			if r.Endpoint, err = singleArg(d); err == nil && checkWebhookURL(r.Endpoint) != nil {
 				err = d.Errf("notify telegram: endpoint %q is not an absolute http(s) URL", r.Endpoint)
 			}
+		case opt == "text":
+			r.Text, err = singleArg(d)
 		default:
 			var ok bool
 			if ok, err = parseRouteOption(d, &r); !ok {

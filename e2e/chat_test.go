@@ -76,23 +76,28 @@ func chatDeliveryOf(t *testing.T, db *sql.DB, marker, status string) chatDeliver
 	return d
 }
 
+// startChatCaddy starts the four chat fakes and a Caddy running chatCaddyfile against
+// them; the fakes close when the test ends.
+func startChatCaddy(t *testing.T) (*telegramfake.Server, *slackfake.Server, *discordfake.Server, *teamsfake.Server, *caddyProc, *sql.DB) {
+	t.Helper()
+	tg := telegramfake.New(telegramToken)
+	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
+	for _, c := range []interface{ Close() }{tg, sl, dc, tm} {
+		t.Cleanup(c.Close)
+	}
+	cf := strings.NewReplacer("{{TELEGRAM}}", tg.URL(), "{{SLACK}}", sl.URL(), "{{DISCORD}}", dc.URL(),
+		"{{TEAMS}}", tm.URL()).Replace(chatCaddyfile)
+	p := newCaddy(t, caddyOpts{Caddyfile: cf, Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
+	return tg, sl, dc, tm, p, openSQLite(t, filepath.Join(p.dir, "forms.db"))
+}
+
 // TestChatChannelsEndToEnd is issue 17's "done when" for the channels: through the built
 // Caddy, each chat channel delivers to its fake in its wire format, a permanent refusal
 // makes the delivery dead after one attempt, a 429 is retried and then sent, what no
 // guard matched goes to the fallback, and the bot token reaches neither the log nor the
 // database.
 func TestChatChannelsEndToEnd(t *testing.T) {
-	tg := telegramfake.New(telegramToken)
-	defer tg.Close()
-	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
-	defer sl.Close()
-	defer dc.Close()
-	defer tm.Close()
-
-	cf := strings.NewReplacer("{{TELEGRAM}}", tg.URL(), "{{SLACK}}", sl.URL(), "{{DISCORD}}", dc.URL(),
-		"{{TEAMS}}", tm.URL()).Replace(chatCaddyfile)
-	p := newCaddy(t, caddyOpts{Caddyfile: cf, Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
-	db := openSQLite(t, filepath.Join(p.dir, "forms.db"))
+	tg, sl, dc, tm, p, db := startChatCaddy(t)
 
 	post := func(topic, marker string) {
 		t.Helper()
@@ -182,4 +187,37 @@ func TestChatChannelsEndToEnd(t *testing.T) {
 	if log := p.Log(); strings.Contains(log, telegramToken) || strings.Contains(log, "the-webhook-token-secret") {
 		t.Errorf("a secret reached the log:\n%s", log)
 	}
+}
+
+// TestHungChatRequestIsAmbiguousRetriedAndCounted: a chat request that was sent and
+// never answered may have posted the message, and chat services take no idempotency
+// key, so the attempt is recorded ambiguous (after providers/chat.DefaultTimeout),
+// counted in form_outbox_deliveries_total, and retried until sent.
+func TestHungChatRequestIsAmbiguousRetriedAndCounted(t *testing.T) {
+	_, sl, _, _, p, db := startChatCaddy(t)
+	sl.Enqueue(slackfake.Reply{Hang: true})
+	resp, _ := postForm(t, p, url.Values{"topic": {"slack"}, "message": {"hung-slack"}}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d", resp.StatusCode)
+	}
+	var as []attemptRow
+	var id string
+	if err := waitFor(45*time.Second, func() bool {
+		if db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
+			WHERE s.data LIKE '%hung-slack%' AND d.status = 'sent'`).Scan(&id) != nil {
+			return false
+		}
+		as = attemptsOf(t, db, id)
+		return true
+	}); err != nil {
+		t.Fatalf("the hung slack delivery was never sent: %v", err)
+	}
+	if len(as) != 2 || as[0].Outcome != "ambiguous" || as[1].Outcome != "sent" {
+		t.Fatalf("attempts %+v, want ambiguous then sent", as)
+	}
+	if n := len(sl.Requests()); n != 2 {
+		t.Errorf("slack got %d requests, want the hung one and its retry", n)
+	}
+	p.waitMetric(t, 1, "form_outbox_deliveries_total", "channel", "slack", "outcome", "ambiguous")
+	p.waitMetric(t, 1, "form_outbox_deliveries_total", "channel", "slack", "outcome", "sent")
 }

@@ -22,31 +22,73 @@ func (c *Config) chatSubmission(sub *outbox.Submission) chat.Submission {
 }
 
 // chatPayload renders a chat route's message into the exact request body the provider
-// posts, so every retry sends these bytes. Telegram's body names the chat and its
-// recipient is the chat id; the others go to the route's webhook URL. No secret is
-// part of it: the bot token is added to the request URL at send time.
-func chatPayload(route Route, s chat.Submission) (outbox.Payload, string, error) {
+// posts, so every retry sends these bytes: the route's `text` template over d when it
+// has one, else the built-in message. A template that fails on this submission is
+// returned as a failure to record, and the built-in message is used. Telegram's body
+// names the chat and its recipient is the chat id; the others go to the route's webhook
+// URL. No secret is part of it: the bot token is added to the request URL at send time.
+func chatPayload(route Route, s chat.Submission, d ChatTemplateData) (outbox.Payload, string, *TemplateFailure, error) {
 	var body []byte
+	var failed *TemplateFailure
+	if t := route.templates.chat; t != nil {
+		parts, err := renderChatTemplate(t, d, chatLink(route.Channel))
+		if err == nil {
+			body, err = chatText(route, s, parts)
+		}
+		if err != nil {
+			failed = &TemplateFailure{Route: route.Name, Option: "text", Template: route.Text, Error: err.Error()}
+		}
+	}
 	var err error
-	to := route.URL
-	switch route.Channel {
-	case outbox.ChannelTelegram:
-		to = route.ChatID
-		body, err = telegram.Render(route.ChatID, s)
-	case outbox.ChannelSlack:
-		body, err = slack.Render(s)
-	case outbox.ChannelDiscord:
-		body, err = discord.Render(s)
-	case outbox.ChannelTeams:
-		body, err = teams.Render(s)
-	default:
-		return outbox.Payload{}, "", fmt.Errorf("plan route %s: %q is not a chat channel", route.Name, route.Channel)
+	if body == nil {
+		switch route.Channel {
+		case outbox.ChannelTelegram:
+			body, err = telegram.Render(route.ChatID, s)
+		case outbox.ChannelSlack:
+			body, err = slack.Render(s)
+		case outbox.ChannelDiscord:
+			body, err = discord.Render(s)
+		case outbox.ChannelTeams:
+			body, err = teams.Render(s)
+		default:
+			return outbox.Payload{}, "", nil, fmt.Errorf("plan route %s: %q is not a chat channel", route.Name, route.Channel)
+		}
 	}
 	if err != nil {
-		return outbox.Payload{}, "", fmt.Errorf("plan route %s: %w", route.Name, err)
+		return outbox.Payload{}, "", nil, fmt.Errorf("plan route %s: %w", route.Name, err)
 	}
 	if route.Channel == outbox.ChannelTelegram {
-		return outbox.Payload{To: to, Body: body}, to, nil
+		return outbox.Payload{To: route.ChatID, Body: body}, route.ChatID, failed, nil
 	}
-	return outbox.Payload{URL: to, Body: body}, to, nil
+	return outbox.Payload{URL: route.URL, Body: body}, route.URL, failed, nil
+}
+
+// chatText is the request body of a chat route's `text` template, rendered into parts.
+func chatText(route Route, s chat.Submission, parts []chat.Part) ([]byte, error) {
+	switch route.Channel {
+	case outbox.ChannelTelegram:
+		return telegram.RenderText(route.ChatID, parts)
+	case outbox.ChannelSlack:
+		return slack.RenderText(s, parts)
+	case outbox.ChannelDiscord:
+		return discord.RenderText(parts)
+	case outbox.ChannelTeams:
+		return teams.RenderText(parts)
+	}
+	return nil, fmt.Errorf("%q is not a chat channel", route.Channel)
+}
+
+// chatLink is how the channel's templates print the inbox link: as markup safe in the
+// target's link syntax.
+func chatLink(ch outbox.Channel) func(string) string {
+	switch ch {
+	case outbox.ChannelTelegram:
+		return telegram.EscapeLink
+	case outbox.ChannelSlack:
+		return slack.EscapeLink
+	case outbox.ChannelDiscord:
+		return discord.EscapeLink
+	default:
+		return teams.EscapeLink
+	}
 }

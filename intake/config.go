@@ -184,6 +184,11 @@ type Route struct {
 	// rendered at intake. Empty: the built-in body.
 	BodyText string `json:"body_text,omitempty"`
 	BodyHTML string `json:"body_html,omitempty"`
+	// Text is a file holding a chat route's message (channels telegram, slack, discord
+	// and teams): a Go text/template over ChatTemplateData written in the target's
+	// markup, in which every printed value is escaped for the target. Empty: the
+	// built-in message.
+	Text string `json:"text,omitempty"`
 	// Content is what the email holds: ContentFull (default: every field) or ContentLink
 	// (the form, the id and the inbox link only, for operators who keep visitor data
 	// out of mailboxes; needs InboxURL).
@@ -197,7 +202,7 @@ type Route struct {
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 
-	templates emailTemplates // parsed BodyText and BodyHTML
+	templates routeTemplates // parsed BodyText, BodyHTML and Text
 }
 
 // Email contents of a route (Route.Content).

@@ -57,8 +57,14 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			}
 			rt, rh := text, html
 			if route.BodyText != "" || route.BodyHTML != "" {
-				rt, rh = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: c.inboxLink(sub),
+				var failed []TemplateFailure
+				rt, rh, failed = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: c.inboxLink(sub),
 					Received: sub.CreatedAt, Fields: sub.Data}, text, html)
+				for _, f := range failed {
+					if err := markTemplateFailed(sub, f, now); err != nil {
+						return nil, err
+					}
+				}
 			}
 			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: rt, HTML: rh}
 		case outbox.ChannelWebhook:
@@ -73,8 +79,15 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 				chatSub = &s
 			}
 			var to string
-			if base, to, err = chatPayload(route, *chatSub); err != nil {
+			var failed *TemplateFailure
+			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: sub.Data}
+			if base, to, failed, err = chatPayload(route, *chatSub, d); err != nil {
 				return nil, err
+			}
+			if failed != nil {
+				if err := markTemplateFailed(sub, *failed, now); err != nil {
+					return nil, err
+				}
 			}
 			recipients = []string{to}
 		default:
@@ -125,6 +138,17 @@ func (c *Config) markUnrouted(sub *outbox.Submission, now time.Time) error {
 	if sub.Status == outbox.SubmissionAccepted && sub.Reason == "" {
 		sub.Reason = outbox.ReasonNoRouteMatched
 	}
+	return nil
+}
+
+// markTemplateFailed records a route's template failing on this submission, which then
+// took the built-in message; Serve logs it too.
+func markTemplateFailed(sub *outbox.Submission, f TemplateFailure, now time.Time) error {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("template.failed event: %w", err)
+	}
+	sub.Events = append(sub.Events, outbox.Event{Kind: outbox.EventTemplateFailed, Data: data, At: now})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -76,10 +77,28 @@ func (c *Config) serveSubmission(w http.ResponseWriter, r *http.Request, acc Acc
 		c.writeError(w, r, err)
 		return
 	}
+	if !stored.Duplicate {
+		c.logTemplateFailures(logger, res.Submission)
+	}
 	if ce := logger.Check(zapcore.DebugLevel, "submission stored"); ce != nil {
 		ce.Write(zap.String("form", c.Form), zap.String("id", stored.ID.String()),
 			zap.String("status", string(stored.Status)), zap.Bool("duplicate", stored.Duplicate))
 	}
 	c.remember(res, stored)
 	c.writeAnswer(w, r, res, stored)
+}
+
+// logTemplateFailures warns of every template that failed on this submission; the
+// failure names the route, the option, the file and the template engine's error, never
+// a submitted value.
+func (c *Config) logTemplateFailures(logger *zap.Logger, sub *outbox.Submission) {
+	for _, ev := range sub.Events {
+		var f TemplateFailure
+		if ev.Kind != outbox.EventTemplateFailed || json.Unmarshal(ev.Data, &f) != nil {
+			continue
+		}
+		logger.Warn("template failed; the built-in message was sent instead", zap.String("form", c.Form),
+			zap.String("id", sub.ID.String()), zap.String("route", f.Route), zap.String("option", f.Option),
+			zap.String("template", f.Template), zap.String("error", f.Error))
+	}
 }

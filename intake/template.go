@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 )
 
 // TemplateData is what an operator's body_text and body_html templates see:
@@ -44,18 +45,23 @@ func templateFuncs(data outbox.Fields) map[string]any {
 	}
 }
 
-// emailTemplates holds a route's parsed body templates.
-type emailTemplates struct {
+// routeTemplates holds a route's parsed templates: the email bodies, or a chat
+// route's text.
+type routeTemplates struct {
 	text *texttemplate.Template
 	html *htmltemplate.Template
+	chat *texttemplate.Template
 }
 
-// parseTemplates reads and parses the route's body_text and body_html files, then runs
-// each once on a sample submission, so a template that cannot parse or cannot run
+// parseTemplates reads and parses the route's body_text, body_html and text files, then
+// runs each once on a sample submission, so a template that cannot parse or cannot run
 // fails at provision with the file and line ("template: FILE:LINE: ...").
 func (r *Route) parseTemplates() error {
 	if r.Channel != outbox.ChannelEmail && (r.BodyText != "" || r.BodyHTML != "") {
 		return fmt.Errorf("body_text and body_html are for email routes")
+	}
+	if r.Text != "" && !r.Channel.IsChat() {
+		return fmt.Errorf("text is for chat routes (telegram, slack, discord, teams)")
 	}
 	if r.Content == ContentLink && (r.BodyText != "" || r.BodyHTML != "") {
 		// The link-only email exists to keep visitor data out of mailboxes; a body
@@ -68,7 +74,10 @@ func (r *Route) parseTemplates() error {
 	if r.BodyText != "" {
 		r.templates.text, err = loadTemplate("body_text", r.BodyText, func(src string) (*texttemplate.Template, error) {
 			return texttemplate.New(r.BodyText).Funcs(templateFuncs(nil)).Parse(src)
-		}, func(t *texttemplate.Template) error { return dryRunText(t, sample) })
+		}, func(t *texttemplate.Template) error {
+			_, err := executeText(t, sample)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -76,7 +85,25 @@ func (r *Route) parseTemplates() error {
 	if r.BodyHTML != "" {
 		r.templates.html, err = loadTemplate("body_html", r.BodyHTML, func(src string) (*htmltemplate.Template, error) {
 			return htmltemplate.New(r.BodyHTML).Funcs(templateFuncs(nil)).Parse(src)
-		}, func(t *htmltemplate.Template) error { return dryRunHTML(t, sample) })
+		}, func(t *htmltemplate.Template) error {
+			_, err := executeHTML(t, sample)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if r.Text != "" {
+		r.templates.chat, err = loadTemplate("text", r.Text, func(src string) (*texttemplate.Template, error) {
+			return parseChatTemplate(r.Text, src)
+		}, func(t *texttemplate.Template) error {
+			parts, err := renderChatTemplate(t, ChatTemplateData{Form: sample.Form, ID: sample.ID, Received: sample.Received,
+				Fields: sample.Fields}, func(string) string { return "" })
+			if err == nil {
+				_, err = chatText(*r, chat.Submission{Form: sample.Form}, parts)
+			}
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -84,42 +111,59 @@ func (r *Route) parseTemplates() error {
 	return nil
 }
 
+// TemplateFailure is one of a route's templates failing on one submission. Its text is
+// the template engine's (the file, the line, the action and a type), never a value.
+type TemplateFailure struct {
+	Route    string `json:"route"`
+	Option   string `json:"option"`
+	Template string `json:"template"`
+	Error    string `json:"error"`
+}
+
 // renderBodies renders the route's own templates over the built-in bodies. A template
 // that fails on one submission (it ran on a sample at provision, so this is rare) keeps
-// the built-in body: the lead still goes out, whole, rather than being refused.
-func (r *Route) renderBodies(d TemplateData, text, html string) (string, string) {
+// the built-in body, and the failure is returned to be recorded: the lead still goes
+// out, whole, rather than being refused.
+func (r *Route) renderBodies(d TemplateData, text, html string) (string, string, []TemplateFailure) {
+	var failed []TemplateFailure
 	if t := r.templates.text; t != nil {
-		var b bytes.Buffer
-		// Funcs on a clone: the parsed template is shared by concurrent posts.
-		if c, err := t.Clone(); err == nil && c.Funcs(templateFuncs(d.Fields)).Execute(&b, d) == nil {
-			text = b.String()
+		if s, err := executeText(t, d); err != nil {
+			failed = append(failed, TemplateFailure{Route: r.Name, Option: "body_text", Template: r.BodyText, Error: err.Error()})
+		} else {
+			text = s
 		}
 	}
 	if t := r.templates.html; t != nil {
-		var b bytes.Buffer
-		if c, err := t.Clone(); err == nil && c.Funcs(templateFuncs(d.Fields)).Execute(&b, d) == nil {
-			html = b.String()
+		if s, err := executeHTML(t, d); err != nil {
+			failed = append(failed, TemplateFailure{Route: r.Name, Option: "body_html", Template: r.BodyHTML, Error: err.Error()})
+		} else {
+			html = s
 		}
 	}
-	return text, html
+	return text, html, failed
 }
 
-// dryRunText and dryRunHTML execute a clone, never the parsed template itself: an
-// html/template that has executed can no longer be cloned, and every post clones it.
-func dryRunText(t *texttemplate.Template, d TemplateData) error {
+// executeText and executeHTML execute a clone with the submission's helpers, never the
+// parsed template itself: it is shared by concurrent posts, and an html/template that
+// has executed can no longer be cloned.
+func executeText(t *texttemplate.Template, d TemplateData) (string, error) {
 	c, err := t.Clone()
 	if err != nil {
-		return err
+		return "", err
 	}
-	return c.Funcs(templateFuncs(d.Fields)).Execute(new(bytes.Buffer), d)
+	var b bytes.Buffer
+	err = c.Funcs(templateFuncs(d.Fields)).Execute(&b, d)
+	return b.String(), err
 }
 
-func dryRunHTML(t *htmltemplate.Template, d TemplateData) error {
+func executeHTML(t *htmltemplate.Template, d TemplateData) (string, error) {
 	c, err := t.Clone()
 	if err != nil {
-		return err
+		return "", err
 	}
-	return c.Funcs(templateFuncs(d.Fields)).Execute(new(bytes.Buffer), d)
+	var b bytes.Buffer
+	err = c.Funcs(templateFuncs(d.Fields)).Execute(&b, d)
+	return b.String(), err
 }
 
 // loadTemplate reads the file at path, parses it and runs it on the sample; errors

@@ -92,6 +92,10 @@ const (
 	// EventUnrouted records a submission none of its form's routes matched (every route
 	// has guards and none held, and there is no fallback route): stored, sent nowhere.
 	EventUnrouted = "submission.unrouted"
+	// EventTemplateFailed records that a route's own template failed on a submission
+	// (intake sent the built-in message instead); its data names the route, the option,
+	// the file and the template engine's error, never a submitted value.
+	EventTemplateFailed = "template.failed"
 )
 
 // Field is one submitted form field. Submissions keep fields in the order the visitor's

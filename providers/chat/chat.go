@@ -6,6 +6,8 @@
 package chat
 
 import (
+	"fmt"
+	"strings"
 	"time"
 	"unicode/utf16"
 )
@@ -96,3 +98,48 @@ parts:
 	}
 	return string(out) + f.Note + tail, true
 }
+
+// FitMarkup renders an operator's template, rendered into parts: unlike Fit, every
+// piece of Markup is kept, because dropping a closing tag or a list marker after a cut
+// would leave markup the service refuses (Telegram answers 400 to an unclosed <b>) or
+// shows broken. Only visitor text is cut, between runes, from the first value that does
+// not fit onwards, and the note goes at the end. Markup that alone exceeds the limit
+// is an error: the caller falls back to its built-in message.
+func (f Format) FitMarkup(parts []Part) (text string, cut bool, err error) {
+	var full strings.Builder
+	markup := f.Length(f.Note)
+	for _, p := range parts {
+		full.WriteString(p.Markup)
+		full.WriteString(f.Escape(p.Text))
+		markup += f.Length(p.Markup)
+	}
+	if f.Length(full.String()) <= f.Limit {
+		return full.String(), false, nil
+	}
+	if markup > f.Limit {
+		return "", false, fmt.Errorf("the template's own text is %d long, over the limit of %d", markup, f.Limit)
+	}
+	budget := f.Limit - markup
+	var out strings.Builder
+	for _, p := range parts {
+		out.WriteString(p.Markup)
+		for _, r := range p.Text {
+			e := f.Escape(string(r))
+			n := f.Length(e)
+			if n > budget {
+				budget = 0 // nothing after the first cut value, so no value is shown half-cut in the middle
+				break
+			}
+			out.WriteString(e)
+			budget -= n
+		}
+	}
+	out.WriteString(f.Note)
+	return out.String(), true, nil
+}
+
+var markdownLink = strings.NewReplacer(">", "%3E", ")", "%29")
+
+// MarkdownLink makes an operator's URL safe inside markdown link syntax, [label](url)
+// or [label](<url>), where ")" or ">" would end it early.
+func MarkdownLink(u string) string { return markdownLink.Replace(u) }

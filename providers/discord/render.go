@@ -36,6 +36,10 @@ var markdownEscaper = func() *strings.Replacer {
 // EscapeMarkdown makes text inert in Discord's markdown.
 func EscapeMarkdown(s string) string { return markdownEscaper.Replace(s) }
 
+// EscapeLink makes the operator's inbox URL safe as markup: a bare link, or inside
+// [label](<url>), whose angle brackets keep it from being previewed.
+func EscapeLink(u string) string { return chat.MarkdownLink(u) }
+
 type message struct {
 	Content         string          `json:"content"`
 	AllowedMentions allowedMentions `json:"allowed_mentions"`
@@ -61,10 +65,25 @@ func Render(s chat.Submission) ([]byte, error) {
 	}
 	tail := "\n\n*Submission " + EscapeMarkdown(s.ID) + ", received " + EscapeMarkdown(s.Received.UTC().Format(time.RFC3339)) + "*"
 	if s.Link != "" {
-		// The angle brackets keep the operator's link from being previewed.
-		tail += "\n[Open in the inbox](<" + strings.NewReplacer(">", "%3E", ")", "%29").Replace(s.Link) + ">)"
+		tail += "\n[Open in the inbox](<" + EscapeLink(s.Link) + ">)"
 	}
 	content, _ := contentFormat.Fit(head, body, tail)
+	return encode(content)
+}
+
+// RenderText returns the execute-webhook body for an operator's `text` template
+// rendered into parts: the template's markdown as written, every value escaped, cut past
+// MaxContent only in values (chat.Format.FitMarkup), and the same allowed_mentions
+// {"parse":[]} and link previews off as Render.
+func RenderText(parts []chat.Part) ([]byte, error) {
+	content, _, err := contentFormat.FitMarkup(parts)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	return encode(content)
+}
+
+func encode(content string) ([]byte, error) {
 	b, err := json.Marshal(message{Content: content, AllowedMentions: allowedMentions{Parse: []string{}}, Flags: suppressEmbeds})
 	if err != nil {
 		return nil, fmt.Errorf("discord: encode message: %w", err)

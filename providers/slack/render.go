@@ -26,6 +26,10 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // them escaped a visitor can never write <!channel>, <@U123> or a <url|link>.
 func EscapeMrkdwn(s string) string { return mrkdwnEscaper.Replace(s) }
 
+// EscapeLink makes the operator's inbox URL safe inside <url|label>: escaped like text,
+// and without a "|", which would end the URL and start the label.
+func EscapeLink(u string) string { return EscapeMrkdwn(strings.ReplaceAll(u, "|", "%7C")) }
+
 type message struct {
 	Text        string  `json:"text"`
 	Blocks      []block `json:"blocks"`
@@ -58,17 +62,32 @@ func Render(s chat.Submission) ([]byte, error) {
 	section, _ := sectionFormat.Fit("*"+title+"*\n", body, "")
 	footer := "Submission " + EscapeMrkdwn(s.ID) + ", received " + s.Received.UTC().Format(time.RFC3339)
 	if s.Link != "" {
-		// In a link, "|" would end the URL and start the label: the operator's link is
-		// escaped like text and may not hold one.
-		footer += " · <" + EscapeMrkdwn(strings.ReplaceAll(s.Link, "|", "%7C")) + "|Open in the inbox>"
+		footer += " · <" + EscapeLink(s.Link) + "|Open in the inbox>"
 	}
-	b, err := json.Marshal(message{
+	return encode(message{
 		Text: title,
 		Blocks: []block{
 			{Type: "section", Text: &text{Type: "mrkdwn", Text: section}},
 			{Type: "context", Elements: []text{{Type: "mrkdwn", Text: footer}}},
 		},
 	})
+}
+
+// RenderText returns the incoming-webhook body for an operator's `text` template
+// rendered into parts: one section whose mrkdwn is the template's, every value escaped,
+// cut past MaxSectionText only in values (chat.Format.FitMarkup). The top-level text,
+// what a notification shows, names the form.
+func RenderText(s chat.Submission, parts []chat.Part) ([]byte, error) {
+	section, _, err := sectionFormat.FitMarkup(parts)
+	if err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
+	return encode(message{Text: "New submission to form " + EscapeMrkdwn(s.Form),
+		Blocks: []block{{Type: "section", Text: &text{Type: "mrkdwn", Text: section}}}})
+}
+
+func encode(m message) ([]byte, error) {
+	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("slack: encode message: %w", err)
 	}

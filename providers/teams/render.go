@@ -35,6 +35,10 @@ var markdownEscaper = func() *strings.Replacer {
 // EscapeMarkdown makes text inert in an Adaptive Card TextBlock.
 func EscapeMarkdown(s string) string { return markdownEscaper.Replace(s) }
 
+// EscapeLink makes the operator's inbox URL safe as markup: a bare link, or inside
+// [label](url).
+func EscapeLink(u string) string { return chat.MarkdownLink(u) }
+
 // jsonLen is how many bytes s takes inside a JSON string as Render encodes it.
 func jsonLen(s string) int {
 	b, _ := json.Marshal(s) // a string always encodes
@@ -96,10 +100,29 @@ func Render(s chat.Submission) ([]byte, error) {
 	}
 	blocks = append(blocks, textBlock{Type: "TextBlock", Wrap: true, IsSubtle: true, Size: "Small",
 		Text: "Submission " + EscapeMarkdown(s.ID) + ", received " + EscapeMarkdown(s.Received.UTC().Format(time.RFC3339))})
-	c := card{Schema: "http://adaptivecards.io/schemas/adaptive-card.json", Type: "AdaptiveCard", Version: "1.4", Body: blocks}
+	c := newCard(blocks)
 	if s.Link != "" {
 		c.Actions = []action{{Type: "Action.OpenUrl", Title: "Open in the inbox", URL: s.Link}}
 	}
+	return encode(c)
+}
+
+// RenderText returns the Workflows webhook body for an operator's `text` template
+// rendered into parts: a card with one text block, the template's markdown as written,
+// every value escaped, cut past MaxText only in values (chat.Format.FitMarkup).
+func RenderText(parts []chat.Part) ([]byte, error) {
+	text, _, err := textFormat.FitMarkup(parts)
+	if err != nil {
+		return nil, fmt.Errorf("teams: %w", err)
+	}
+	return encode(newCard([]textBlock{{Type: "TextBlock", Text: text, Wrap: true}}))
+}
+
+func newCard(body []textBlock) card {
+	return card{Schema: "http://adaptivecards.io/schemas/adaptive-card.json", Type: "AdaptiveCard", Version: "1.4", Body: body}
+}
+
+func encode(c card) ([]byte, error) {
 	b, err := json.Marshal(payload{Type: "message", Attachments: []attachment{{ContentType: "application/vnd.microsoft.card.adaptive", Content: c}}})
 	if err != nil {
 		return nil, fmt.Errorf("teams: encode card: %w", err)

@@ -24,10 +24,14 @@ var textFormat = chat.Format{
 	Note:   "\n\n<i>[cut to fit Telegram's 4096-character limit; the whole submission is stored]</i>",
 }
 
-var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 
-// EscapeHTML makes text inert in Telegram's HTML parse mode: no tag, no entity.
+// EscapeHTML makes text inert in Telegram's HTML parse mode: no tag, no entity, and no
+// way out of an attribute when an operator's template puts a value in href="...".
 func EscapeHTML(s string) string { return htmlEscaper.Replace(s) }
+
+// EscapeLink makes the operator's inbox URL safe in text and in an href="..." attribute.
+func EscapeLink(u string) string { return EscapeHTML(u) }
 
 // sendMessage is the Bot API sendMessage request body. The token is not part of it: it
 // goes in the URL at send time, so the stored payload never holds it.
@@ -57,9 +61,27 @@ func Render(chatID string, s chat.Submission) ([]byte, error) {
 	}
 	tail := "\n\n<i>Submission " + EscapeHTML(s.ID) + ", received " + s.Received.UTC().Format(time.RFC3339) + "</i>"
 	if s.Link != "" {
-		tail += "\n" + `<a href="` + strings.ReplaceAll(EscapeHTML(s.Link), `"`, "&quot;") + `">Open in the inbox</a>`
+		tail += "\n" + `<a href="` + EscapeLink(s.Link) + `">Open in the inbox</a>`
 	}
 	text, _ := textFormat.Fit(head, body, tail)
+	return encode(chatID, text)
+}
+
+// RenderText returns the sendMessage body for an operator's `text` template rendered
+// into parts: the template's own HTML is sent as written, every value escaped, and a cut
+// past MaxText falls only in values (chat.Format.FitMarkup).
+func RenderText(chatID string, parts []chat.Part) ([]byte, error) {
+	if strings.TrimSpace(chatID) == "" {
+		return nil, fmt.Errorf("telegram: empty chat id")
+	}
+	text, _, err := textFormat.FitMarkup(parts)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return encode(chatID, text)
+}
+
+func encode(chatID, text string) ([]byte, error) {
 	b, err := json.Marshal(sendMessage{ChatID: chatID, Text: text, ParseMode: "HTML",
 		LinkPreviewOptions: linkPreviewOptions{IsDisabled: true}})
 	if err != nil {
