@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/feedback"
 )
 
@@ -63,13 +62,9 @@ func (h *FeedbackHandler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("form_outbox_feedback: %w", err)
 	}
 	app := appVal.(*App)
-	fs, ok := app.store.(outbox.FeedbackStore)
-	if !ok {
-		return fmt.Errorf("form_outbox_feedback: store %T keeps no feedback", app.store)
-	}
 	repl := caddy.NewReplacer()
 	cfg := feedback.Config{
-		Store:      fs,
+		Store:      app.store,
 		Suppress:   h.Suppress == nil || *h.Suppress,
 		OnRecorded: app.onFeedback,
 		Logger:     ctx.Logger(),

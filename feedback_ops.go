@@ -39,8 +39,10 @@ func (a *App) onFeedback(f outbox.Feedback, res outbox.FeedbackResult) {
 	})
 }
 
-// feedbackStore is the App's store seen as a feedback store, or nil.
+// feedbackStore is the App's store seen as a feedback store, nil while no store is open.
 func (a *App) feedbackStore() outbox.FeedbackStore {
-	fs, _ := a.store.(outbox.FeedbackStore)
-	return fs
+	if a.store == nil {
+		return nil
+	}
+	return a.store
 }

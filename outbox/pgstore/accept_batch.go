@@ -303,5 +303,3 @@ func (c *extraEvents) add(ev outbox.Event, created time.Time) {
 	}
 	c.kind, c.data, c.at = append(c.kind, ev.Kind), append(c.data, data), append(c.at, orTime(ev.At, created))
 }
-
-var _ outbox.BatchAccepter = (*Store)(nil)

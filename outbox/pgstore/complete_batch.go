@@ -151,5 +151,3 @@ func eventOf(c outbox.Completion) completeEvent {
 	}
 	return e
 }
-
-var _ outbox.BatchCompleter = (*Store)(nil)

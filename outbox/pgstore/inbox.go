@@ -255,5 +255,3 @@ func nullID(id uuid.UUID) *uuid.UUID {
 	}
 	return &id
 }
-
-var _ outbox.Inbox = (*Store)(nil)
