@@ -99,14 +99,6 @@ func utcOrZero(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// nullTime stores the zero time as NULL (not leased, not sent).
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
 // orNow lets callers leave a time unset and get the present instead.
 func orNow(t time.Time) time.Time {
 	if t.IsZero() {
