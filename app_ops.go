@@ -32,12 +32,8 @@ func (a *App) provisionOps() error {
 		return fmt.Errorf("form_outbox: retention must not be negative")
 	}
 	if a.Retention > 0 {
-		o, ok := a.store.(outbox.Ops)
-		if !ok {
-			return fmt.Errorf("form_outbox: retention: store %T cannot prune", a.store)
-		}
 		p, err := outbox.NewPruner(outbox.RetentionConfig{
-			Ops:    o,
+			Ops:    a.store,
 			MaxAge: time.Duration(a.Retention),
 			Logger: a.logger.Named("retention"),
 		})

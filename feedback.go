@@ -63,13 +63,9 @@ func (h *FeedbackHandler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("form_outbox_feedback: %w", err)
 	}
 	app := appVal.(*App)
-	fs, ok := app.store.(outbox.FeedbackStore)
-	if !ok {
-		return fmt.Errorf("form_outbox_feedback: store %T keeps no feedback", app.store)
-	}
 	repl := caddy.NewReplacer()
 	cfg := feedback.Config{
-		Store:      fs,
+		Store:      app.store,
 		Suppress:   h.Suppress == nil || *h.Suppress,
 		OnRecorded: app.observer().Feedback,
 		Logger:     ctx.Logger(),
@@ -105,10 +101,12 @@ func (h *FeedbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ ca
 	return nil
 }
 
-// feedbackStore is the App's store seen as a feedback store, or nil.
+// feedbackStore is the App's store seen as a feedback store, nil while no store is open.
 func (a *App) feedbackStore() outbox.FeedbackStore {
-	fs, _ := a.store.(outbox.FeedbackStore)
-	return fs
+	if a.store == nil {
+		return nil
+	}
+	return a.store
 }
 
 // Interface guards.

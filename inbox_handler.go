@@ -65,12 +65,8 @@ func (h *InboxHandler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("form_outbox_inbox: %w", err)
 	}
 	app := appVal.(*App)
-	st, ok := app.store.(inbox.Store)
-	if !ok {
-		return fmt.Errorf("form_outbox_inbox: store %T cannot serve an inbox", app.store)
-	}
 	ib, err := inbox.New(inbox.Config{
-		Store:    st,
+		Store:    app.store,
 		BasePath: h.BasePath,
 		Forms:    h.Forms,
 		Title:    h.Title,

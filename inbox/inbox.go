@@ -20,14 +20,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// Store is what the inbox reads and changes. Both outbox stores implement it.
-type Store interface {
-	outbox.Store
-	outbox.Ops
-	outbox.Inbox
-	outbox.FeedbackStore
-}
-
 // Health is what the overview shows about the running service.
 type Health struct {
 	// Problems are sentences naming what is wrong; none means healthy.
@@ -40,7 +32,7 @@ type Health struct {
 
 // Config is an inbox.
 type Config struct {
-	Store Store
+	Store outbox.Store
 	// BasePath is the path the inbox is served under ("/inbox"); every link starts with it.
 	BasePath string
 	// Forms limits the inbox to these forms; empty shows every form.

@@ -165,27 +165,40 @@ func TestAcceptorWakesTheWorkerOnlyForNewPendingWork(t *testing.T) {
 	}
 }
 
-// slowStore never answers an Accept until its context ends, like a database holding a
-// lock; it records the deadline it was given.
+// slowStore never answers an AcceptBatch (the Acceptor's group commit) until its context
+// ends or the test is over, like a database holding a lock; it hands the deadline it was
+// given to the test.
 type slowStore struct {
 	outbox.Store
-	deadline atomic.Int64
+	deadlines chan time.Time
+	release   chan struct{}
 }
 
-func (s *slowStore) Accept(ctx context.Context, _ *outbox.Submission, _ []outbox.Delivery) (outbox.AcceptResult, error) {
-	if d, ok := ctx.Deadline(); ok {
-		s.deadline.Store(d.UnixNano())
+func (s *slowStore) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
+	d, _ := ctx.Deadline()
+	s.deadlines <- d
+	err := errors.New("released by the test")
+	select {
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-s.release:
 	}
-	<-ctx.Done()
-	return outbox.AcceptResult{}, ctx.Err()
+	out := make([]outbox.AcceptOutcome, len(items))
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
 }
 
-// A store that hangs is given up after Timeout and the spool answers; the store call does
-// not inherit the visitor's cancellation, only the Acceptor's own deadline.
+// A store that hangs is given up after the Acceptor's Timeout and the spool answers,
+// while the shared transaction keeps its own, longer bound (GroupCommitter.Timeout): it is
+// not cut short by one caller giving up on it.
 func TestAcceptorGivesUpOnAHungStoreAfterItsTimeout(t *testing.T) {
-	slow := &slowStore{Store: storetest.OpenSQLite(t)}
+	slow := &slowStore{Store: storetest.OpenSQLite(t), deadlines: make(chan time.Time, 1), release: make(chan struct{})}
+	t.Cleanup(func() { close(slow.release) })
 	fb := openFallback(t, t.TempDir())
-	acc := &outbox.Acceptor{Store: slow, Timeout: 50 * time.Millisecond}
+	const groupTimeout = time.Hour
+	acc := &outbox.Acceptor{Store: slow, Timeout: 50 * time.Millisecond, Group: outbox.GroupCommitter{Timeout: groupTimeout}}
 	acc.SetSpool(fb)
 	sub, ds := contactSubmission()
 	start := time.Now()
@@ -193,9 +206,16 @@ func TestAcceptorGivesUpOnAHungStoreAfterItsTimeout(t *testing.T) {
 	if err != nil || got.Status != outbox.StatusQueued {
 		t.Fatalf("accept against a hung store: %+v, %v; want queued", got, err)
 	}
-	dl := time.Unix(0, slow.deadline.Load())
-	if d := dl.Sub(start); d <= 0 || d > time.Second {
-		t.Errorf("store deadline %v after the call, want the 50ms Timeout", d)
+	if n := fb.Waiting(); n != 1 {
+		t.Errorf("spool entries = %d, want the post", n)
+	}
+	select {
+	case dl := <-slow.deadlines:
+		if d := dl.Sub(start); d < groupTimeout-time.Minute || d > groupTimeout+time.Minute {
+			t.Errorf("shared transaction deadline %v after the call, want the group's %v", d, groupTimeout)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the store was never asked to write the post")
 	}
 }
 

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// BatchCompleter is implemented by stores that can record many completions in one
-// transaction.
+// BatchCompleter is the part of Store that records many completions in one transaction.
 //
 // CompleteBatch returns one error per completion, in order, each what Store.Complete
 // would have returned: in particular the fencing is checked per row, so a completion
@@ -28,17 +27,12 @@ type BatchCompleter interface {
 // once.
 var completionLimits = batchLimits{max: 256, linger: time.Millisecond, flushers: 1}
 
-// recordCompletion writes c through the store, batched with concurrent completions when
-// the store is a BatchCompleter.
+// recordCompletion writes c through the store, batched with concurrent completions.
 func (w *Worker) recordCompletion(ctx context.Context, c Completion) error {
-	bc, ok := w.cfg.Store.(BatchCompleter)
-	if !ok {
-		return w.cfg.Store.Complete(ctx, c)
-	}
 	err, werr := w.completions.do(ctx, c, completionLimits, func(cs []Completion) []error {
 		fctx, cancel := w.storeCtx()
 		defer cancel()
-		errs := bc.CompleteBatch(fctx, cs)
+		errs := w.cfg.Store.CompleteBatch(fctx, cs)
 		if n := len(errs); n != len(cs) {
 			errs = make([]error, len(cs))
 			for i := range errs {

@@ -90,9 +90,8 @@ type Suppression struct {
 	CreatedAt  time.Time
 }
 
-// FeedbackStore is implemented by stores that keep post-send feedback and the
-// suppression list. It is separate from Store so the worker's contract stays small; both
-// stores implement it and storetest holds them to it.
+// FeedbackStore is the part of Store that keeps post-send feedback and the suppression
+// list; feedback.Receiver and SuppressionGuard need no more of the store than this.
 type FeedbackStore interface {
 	// RecordFeedback finds the delivery f is about (by f.DeliveryID, else by
 	// provider_message_id) and, in one transaction: remembers (f.Source, f.ReceiptID),

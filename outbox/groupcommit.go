@@ -19,7 +19,7 @@ type AcceptOutcome struct {
 	Err    error
 }
 
-// BatchAccepter is implemented by stores that can commit many Accepts in one transaction.
+// BatchAccepter is the part of Store that commits many Accepts in one transaction.
 //
 // AcceptBatch returns one outcome per item, in order. Each item keeps Store.Accept's
 // semantics (duplicates by (form, idempotency key) or id, including duplicates of an
@@ -46,9 +46,8 @@ const (
 
 // GroupCommitter puts concurrent Accepts into shared transactions (group commit). Every
 // caller is answered only after the transaction holding its submission committed, with
-// its own result: its id, or the original's id for a duplicate, or its own error. Stores
-// that do not implement BatchAccepter get plain Accept calls. The zero value is ready to
-// use, with the defaults above.
+// its own result: its id, or the original's id for a duplicate, or its own error. The
+// zero value is ready to use, with the defaults above.
 type GroupCommitter struct {
 	// MaxBatch, Linger, Flushers and Timeout override the defaults when positive. Timeout
 	// bounds one shared transaction, independently of any one caller's context.
@@ -60,8 +59,8 @@ type GroupCommitter struct {
 	b batcher[AcceptItem, AcceptOutcome]
 }
 
-// Accept stores sub and deliveries through s, sharing a transaction with concurrent calls
-// when s is a BatchAccepter. If ctx ends before the shared commit answered, Accept returns
+// Accept stores sub and deliveries through s, sharing a transaction with concurrent
+// calls. If ctx ends before the shared commit answered, Accept returns
 // ctx's error at once, even when its shared transaction is stuck, while the write may
 // still commit: the submission's id makes a later retry (or spool replay) of it a
 // duplicate, never a second copy. A submission whose ctx ended before its shared
@@ -75,14 +74,10 @@ func (g *GroupCommitter) Accept(ctx context.Context, s Store, sub *Submission, d
 }
 
 func (g *GroupCommitter) accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
-	ba, ok := s.(BatchAccepter)
-	if !ok {
-		return s.Accept(ctx, sub, deliveries)
-	}
 	out, err := g.b.do(ctx, AcceptItem{Submission: sub, Deliveries: deliveries}, g.limits(), func(items []AcceptItem) []AcceptOutcome {
 		fctx, cancel := context.WithTimeout(context.Background(), orDuration(g.Timeout, DefaultGroupCommitTimeout))
 		defer cancel()
-		res := ba.AcceptBatch(fctx, items)
+		res := s.AcceptBatch(fctx, items)
 		if n := len(res); n != len(items) {
 			res = make([]AcceptOutcome, len(items))
 			for i := range res {

@@ -114,8 +114,7 @@ type Action struct {
 	Now  time.Time
 }
 
-// Inbox is what the operator's inbox needs beyond Ops. Both stores implement it and the
-// storetest suite holds them to it.
+// Inbox is the part of Store that the operator's inbox needs beyond Ops.
 type Inbox interface {
 	// SearchSubmissions returns submissions matching f newest first (created_at, then id,
 	// descending) with keyset paging, and the next page's cursor ("" on the last page).

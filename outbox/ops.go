@@ -27,10 +27,8 @@ const (
 	EventSubmissionErased = "submission.erased"
 )
 
-// Ops is what operators and housekeeping need beyond the worker's Store: looking
-// submissions up, releasing and erasing them, health numbers and retention. It is a
-// separate interface so the worker's contract stays small; both stores implement it and
-// the storetest suite holds them to it.
+// Ops is the part of Store that operators and housekeeping use: looking submissions up,
+// releasing and erasing them, health numbers and retention (the Pruner needs only this).
 type Ops interface {
 	// ListSubmissions returns submissions matching f, newest first (created_at, then id,
 	// descending), at most f.Limit of them, and the cursor of the next page ("" when this

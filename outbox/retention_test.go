@@ -31,7 +31,7 @@ func TestPrunerPrunesOnScheduleByItsClock(t *testing.T) {
 
 		passes := make(chan outbox.PruneReport, 4)
 		p, err := outbox.NewPruner(outbox.RetentionConfig{
-			Ops:    s.(outbox.Ops),
+			Ops:    s,
 			MaxAge: keep,
 			Batch:  2,
 			Now:    clock.Now,
@@ -81,16 +81,15 @@ func TestPrunerPrunesOnScheduleByItsClock(t *testing.T) {
 // (another instance pruning) deletes nothing and says so.
 func TestPrunerStandsAsideWhileAnotherHoldsTheLock(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s outbox.Store) {
-		ops := s.(outbox.Ops)
 		clock := newClock()
 		sub := storetest.NewSubmission("contact", storetest.WithCreatedAt(clock.Now().Add(-48*time.Hour)),
 			storetest.WithStatus(outbox.SubmissionSpam, outbox.ReasonHoneypot))
 		storetest.MustAccept(t, s, sub)
-		unlock, ok, err := ops.LockPruner(ctxFor(t))
+		unlock, ok, err := s.LockPruner(ctxFor(t))
 		if err != nil || !ok {
 			t.Fatalf("lock: ok %v err %v", ok, err)
 		}
-		p, err := outbox.NewPruner(outbox.RetentionConfig{Ops: ops, MaxAge: time.Hour, Now: clock.Now})
+		p, err := outbox.NewPruner(outbox.RetentionConfig{Ops: s, MaxAge: time.Hour, Now: clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

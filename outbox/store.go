@@ -61,8 +61,17 @@ type Completion struct {
 }
 
 // Store is the durable side of the outbox. Two implementations (sqlitestore, pgstore) are
-// held to the same contract by the storetest conformance suite.
+// held to the same contract by the storetest conformance suite. Both implement every part
+// of it, so callers never ask a store whether it can batch, keep feedback or serve
+// operators: the parts are named interfaces only so that a consumer (feedback.Receiver,
+// the Pruner) can say how little of the store it uses.
 type Store interface {
+	BatchAccepter
+	BatchCompleter
+	FeedbackStore
+	Ops
+	Inbox
+
 	// Accept writes sub, its deliveries, a submission.received event and sub.Events in ONE
 	// transaction.
 	// If sub's id is already stored, or sub.IdempotencyKey is set and (form, key) is bound

@@ -16,7 +16,7 @@ import (
 // counted, and retryable by hand once the address is removed from the list.
 type SuppressionGuard struct {
 	Next Sender
-	// List returns the suppression list, or nil when the store keeps none. It is a
+	// List returns the suppression list, or nil while no store is open. It is a
 	// function because the App opens its store after building its Sender.
 	List func() FeedbackStore
 }

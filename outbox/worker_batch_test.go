@@ -30,10 +30,8 @@ func (c *countingStore) CompleteBatch(ctx context.Context, cs []outbox.Completio
 	c.mu.Lock()
 	c.batchSizes = append(c.batchSizes, len(cs))
 	c.mu.Unlock()
-	return c.Store.(outbox.BatchCompleter).CompleteBatch(ctx, cs)
+	return c.Store.CompleteBatch(ctx, cs)
 }
-
-var _ outbox.BatchCompleter = (*countingStore)(nil)
 
 // TestWorkerClaimsInBatches: with sends finishing one by one, the worker must not claim
 // again for every slot that frees (one transaction and commit per row), but wait for three
@@ -41,9 +39,6 @@ var _ outbox.BatchCompleter = (*countingStore)(nil)
 // CompleteBatch calls.
 func TestWorkerClaimsInBatches(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s outbox.Store) {
-		if _, ok := s.(outbox.BatchCompleter); !ok {
-			t.Fatalf("store %T does not batch completions", s)
-		}
 		const n, concurrency, batch = 100, 25, 25
 		ds := acceptMany(t, s, n, 1)
 		cs := &countingStore{Store: s}

@@ -33,10 +33,7 @@ func serveExport(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID)
 	if format != "ndjson" && format != "csv" {
 		return apiError(http.StatusBadRequest, fmt.Errorf("format %q: want ndjson or csv", format))
 	}
-	o, err := ops(b)
-	if err != nil {
-		return err
-	}
+	o := b.Store()
 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var (

@@ -60,19 +60,17 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 		h.Problems = append(h.Problems, "storage unreachable")
 	} else {
 		h.Storage.Reachable = true
-		if o, ok := p.Store.(outbox.Ops); ok {
-			now := time.Now()
-			st, err := o.Stats(ctx, now)
-			if err != nil {
-				h.Storage.Reachable = false
-				h.Storage.Error = err.Error()
-				h.Problems = append(h.Problems, "storage unreachable")
-			} else {
-				p.Stats.Remember(st, now)
-				h.Outbox = &OutboxHealth{
-					Backlog: st.Backlog, Due: st.Due, Dead: st.Dead,
-					OldestDueSeconds: st.OldestDueAge(now).Seconds(),
-				}
+		now := time.Now()
+		st, err := p.Store.Stats(ctx, now)
+		if err != nil {
+			h.Storage.Reachable = false
+			h.Storage.Error = err.Error()
+			h.Problems = append(h.Problems, "storage unreachable")
+		} else {
+			p.Stats.Remember(st, now)
+			h.Outbox = &OutboxHealth{
+				Backlog: st.Backlog, Due: st.Due, Dead: st.Dead,
+				OldestDueSeconds: st.OldestDueAge(now).Seconds(),
 			}
 		}
 	}

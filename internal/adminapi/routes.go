@@ -33,10 +33,7 @@ func serveListSubmissions(b Backend, w http.ResponseWriter, r *http.Request, _ u
 	if err != nil {
 		return err
 	}
-	o, err := ops(b)
-	if err != nil {
-		return err
-	}
+	o := b.Store()
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	subs, next, err := o.ListSubmissions(ctx, f)
@@ -86,10 +83,7 @@ func deliveryWithHistory(ctx context.Context, store outbox.Store, d outbox.Deliv
 }
 
 func serveDeleteSubmission(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
-	o, err := ops(b)
-	if err != nil {
-		return err
-	}
+	o := b.Store()
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	if err := o.DeleteSubmission(ctx, id, time.Now()); err != nil {
@@ -100,10 +94,7 @@ func serveDeleteSubmission(b Backend, w http.ResponseWriter, r *http.Request, id
 }
 
 func serveReleaseSubmission(b Backend, w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
-	o, err := ops(b)
-	if err != nil {
-		return err
-	}
+	o := b.Store()
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	if err := o.ReleaseSubmission(ctx, id, time.Now()); err != nil {
@@ -119,10 +110,7 @@ func serveListDeliveries(b Backend, w http.ResponseWriter, r *http.Request, _ uu
 	if err != nil {
 		return err
 	}
-	o, err := ops(b)
-	if err != nil {
-		return err
-	}
+	o := b.Store()
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	ds, next, err := o.ListDeliveriesByStatus(ctx, f)

@@ -170,12 +170,3 @@ func (p *statusProbe) Write(b []byte) (int, error) {
 	p.WriteHeader(http.StatusOK)
 	return len(b), nil
 }
-
-// ops is the store seen from the operator's side.
-func ops(b Backend) (outbox.Ops, error) {
-	o, ok := b.Store().(outbox.Ops)
-	if !ok {
-		return nil, apiError(http.StatusNotImplemented, fmt.Errorf("store %T has no operator interface", b.Store()))
-	}
-	return o, nil
-}

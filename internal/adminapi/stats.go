@@ -2,7 +2,6 @@ package adminapi
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -67,13 +66,9 @@ func (m *LiveStats) read() (outbox.Stats, time.Time, error) {
 	if !m.at.IsZero() && now.Sub(m.at) < statsTTL && m.err == nil {
 		return m.st, m.at, nil
 	}
-	o, ok := m.store.(outbox.Ops)
-	if !ok {
-		return outbox.Stats{}, time.Time{}, errors.New("store has no stats")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
-	st, err := o.Stats(ctx, now)
+	st, err := m.store.Stats(ctx, now)
 	m.st, m.at, m.err = st, now, err
 	return st, now, err
 }

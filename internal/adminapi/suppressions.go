@@ -32,13 +32,9 @@ type suppressionView struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
-// addFeedback fills a delivery view's post-send feedback, when the store keeps any.
+// addFeedback fills a delivery view's post-send feedback.
 func addFeedback(ctx context.Context, store outbox.Store, d outbox.Delivery, dv *Delivery) error {
-	fs, ok := store.(outbox.FeedbackStore)
-	if !ok {
-		return nil
-	}
-	list, err := fs.ListFeedback(ctx, d.ID)
+	list, err := store.ListFeedback(ctx, d.ID)
 	if err != nil {
 		return storeError(err)
 	}
@@ -50,25 +46,15 @@ func addFeedback(ctx context.Context, store outbox.Store, d outbox.Delivery, dv 
 	return nil
 }
 
-func suppressions(b Backend) (outbox.FeedbackStore, error) {
-	fs, ok := b.Store().(outbox.FeedbackStore)
-	if !ok {
-		return nil, apiError(http.StatusNotImplemented, fmt.Errorf("store %T keeps no suppression list", b.Store()))
-	}
-	return fs, nil
-}
-
 func serveListSuppressions(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	fs, err := suppressions(b)
-	if err != nil {
-		return err
-	}
+	fs := b.Store()
 	q := r.URL.Query()
 	if err := onlyParams(q, "limit"); err != nil {
 		return err
 	}
 	limit := 0
 	if v := q.Get("limit"); v != "" {
+		var err error
 		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
 			return apiError(http.StatusBadRequest, fmt.Errorf("limit %q: want a positive number", v))
 		}
@@ -91,10 +77,7 @@ func serveListSuppressions(b Backend, w http.ResponseWriter, r *http.Request, _ 
 }
 
 func serveAddSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	fs, err := suppressions(b)
-	if err != nil {
-		return err
-	}
+	fs := b.Store()
 	in, err := readSuppressionBody(r)
 	if err != nil {
 		return err
@@ -112,10 +95,7 @@ func serveAddSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uu
 }
 
 func serveRemoveSuppression(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
-	fs, err := suppressions(b)
-	if err != nil {
-		return err
-	}
+	fs := b.Store()
 	in, err := readSuppressionBody(r)
 	if err != nil {
 		return err

@@ -148,7 +148,6 @@ func sesEvent(eventType, messageID string, deliveryID uuid.UUID, detail string) 
 // world is a store with one sent email delivery and a receiver in front of it.
 type world struct {
 	store    outbox.Store
-	fs       outbox.FeedbackStore
 	delivery outbox.Delivery
 	msgID    string
 	handler  http.Handler
@@ -158,7 +157,7 @@ type world struct {
 func newWorld(t *testing.T, fake *snsFake, resendSecret string) *world {
 	t.Helper()
 	s := storetest.OpenSQLite(t)
-	w := &world{store: s, fs: s.(outbox.FeedbackStore)}
+	w := &world{store: s}
 	sub := storetest.NewSubmission("contact")
 	d := storetest.NewDelivery(sub, "email", "Gone@Example.com")
 	storetest.MustAccept(t, s, sub, d)
@@ -175,7 +174,7 @@ func newWorld(t *testing.T, fake *snsFake, resendSecret string) *world {
 		t.Fatalf("complete: %v", err)
 	}
 	w.delivery = d
-	cfg := feedback.Config{Store: w.fs, Suppress: true, Now: func() time.Time { return now },
+	cfg := feedback.Config{Store: w.store, Suppress: true, Now: func() time.Time { return now },
 		OnRecorded: func(_ outbox.Feedback, r outbox.FeedbackResult) { w.recorded = append(w.recorded, r) }}
 	if fake != nil {
 		client := fake.srv.Client()
@@ -208,7 +207,7 @@ func (w *world) state(t *testing.T) state {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb, err := w.fs.ListFeedback(ctx, w.delivery.ID)
+	fb, err := w.store.ListFeedback(ctx, w.delivery.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +219,7 @@ func (w *world) state(t *testing.T) state {
 		}
 		events += len(evs)
 	}
-	sup, err := w.fs.ListSuppressions(ctx, 0)
+	sup, err := w.store.ListSuppressions(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

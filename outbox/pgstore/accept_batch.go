@@ -13,59 +13,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/acceptprep"
 )
 
-// acceptOneSQL writes one submission, its deliveries and its event in one statement, so
-// that a batch of them can be pipelined in a single round trip. ON CONFLICT DO NOTHING
-// makes a duplicate write nothing at all: the deliveries and the events are inserted only
-// from the row the first CTE returned. The deliveries and the submission's extra events
-// (sub.Events, after submission.received) travel as parallel arrays. The parameters are
-// an acceptRow's (acceptRow.args): an empty idempotency key, bound ($7) or unbound ($36,
-// see outbox.BindsIdempotencyKey), is NULL (NULLIF), and so is a delivery's locked_until
-// or sent_at whose flag is false (see plannedDeliveryValues).
-const acceptOneSQL = `
-WITH s AS (
-	INSERT INTO submissions (` + submissionColumns + `, unbound_key)
-	VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7::text, ''), $8, $9, $10, NULLIF($36::text, ''))
-	ON CONFLICT DO NOTHING
-	RETURNING id
-), d AS (
-	INSERT INTO deliveries (` + deliveryColumns + `)
-	SELECT ` + plannedDeliveryValues + `
-	FROM s, unnest($11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[],
-		$17::int[], $18::timestamptz[], $19::text[], $20::text[], $21::timestamptz[], $22::bool[],
-		$23::text[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[],
-		$29::timestamptz[], $30::bool[])
-		AS d(id, ` + plannedDeliveryFields + `)
-), e AS (
-	INSERT INTO events (kind, submission_id, data, at)
-	SELECT $31, s.id, $32::json, $10 FROM s
-	UNION ALL
-	SELECT x.kind, s.id, x.data::json, x.at
-	FROM s, unnest($33::text[], $34::text[], $35::timestamptz[]) AS x(kind, data, at)
-)
-SELECT id FROM s`
-
-// plannedDeliveryFields names the unnested delivery arrays of acceptOneSQL and
-// acceptSetSQL (after the ids), in plannedDeliveries.params order, and plannedDeliveryValues
-// makes deliveries' columns of them, given the inserted submission s. The nullable
-// locked_until and sent_at travel as a time and a flag, NULL when the flag is false.
-const (
-	plannedDeliveryFields = `route, channel, recipient, status, attempts, max_attempts, next_attempt_at,
-			lease_owner, lease_token, locked_until, locked, last_error, provider, provider_message_id,
-			payload, created_at, updated_at, sent_at, sent`
-	plannedDeliveryValues = `d.id, s.id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts,
-		d.next_attempt_at, d.lease_owner, d.lease_token, CASE WHEN d.locked THEN d.locked_until END,
-		d.last_error, d.provider, d.provider_message_id, d.payload::json, d.created_at, d.updated_at,
-		CASE WHEN d.sent THEN d.sent_at END`
-)
-
-// duplicateSQL finds what a duplicate collided with, as Accept does. It runs as its own
-// statement after the insert so that its snapshot sees a conflicting row that another
-// transaction committed while the insert waited for it. An empty bound key ($3) is none:
-// only the id matches then. The row with the item's own id comes first.
-const duplicateSQL = `SELECT id, status, content_hash FROM submissions
-	WHERE (form = $2 AND idempotency_key = NULLIF($3::text, '')) OR id = $1
-	ORDER BY id = $1 DESC LIMIT 1`
-
 // AcceptBatch accepts every item in one transaction (group commit): one WAL flush for the
 // lot, and the items' statements pipelined in one round trip. See outbox.BatchAccepter.
 //
@@ -278,7 +225,7 @@ func (c *plannedDeliveries) add(d *outbox.Delivery) {
 	c.sent, c.isSent = append(c.sent, d.SentAt), append(c.isSent, !d.SentAt.IsZero())
 }
 
-// params appends the arrays to args: the ids, then plannedDeliveryFields' order.
+// params appends the arrays to args: the ids, then PlannedDeliveryFields' order (queries/accept.sql).
 func (c *plannedDeliveries) params(args []any) []any {
 	return append(args, c.id, c.route, c.channel, c.recipient, c.status, c.attempts, c.maxAttempts, c.next,
 		c.owner, c.token, c.locked, c.isLocked, c.lastErr, c.provider, c.pmid, c.payload, c.created, c.updated,
@@ -303,5 +250,3 @@ func (c *extraEvents) add(ev outbox.Event, created time.Time) {
 	}
 	c.kind, c.data, c.at = append(c.kind, ev.Kind), append(c.data, data), append(c.at, orTime(ev.At, created))
 }
-
-var _ outbox.BatchAccepter = (*Store)(nil)

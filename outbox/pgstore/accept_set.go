@@ -11,44 +11,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// acceptSetSQL is acceptOneSQL over a whole batch: one statement inserts every submission
-// (array order, so keyed ones keep sortKeyed's order), then the deliveries and events of
-// those it inserted. The server plans and runs one statement per group commit instead of
-// one per submission. ON CONFLICT DO NOTHING skips a duplicate, of a stored row or of an
-// earlier item of the same batch, and a skipped submission's id is missing from s, so
-// none of its deliveries or events are written. The columns are acceptColumns': as in
-// acceptOneSQL, an empty key (bound $7 or unbound $38) is NULL and so is a locked_until or
-// sent_at flagged false.
-const acceptSetSQL = `
-WITH s AS (
-	INSERT INTO submissions (` + submissionColumns + `, unbound_key)
-	SELECT x.id, x.form, x.status, x.reason, x.data::json, x.meta::json, NULLIF(x.key, ''), x.hash, x.test, x.created,
-		NULLIF(x.unbound, '')
-	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::bool[], $10::timestamptz[], $38::text[])
-		AS x(id, form, status, reason, data, meta, key, hash, test, created, unbound)
-	ON CONFLICT DO NOTHING
-	RETURNING id
-), d AS (
-	INSERT INTO deliveries (` + deliveryColumns + `)
-	SELECT ` + plannedDeliveryValues + `
-	FROM unnest($11::uuid[], $12::uuid[], $13::text[], $14::text[], $15::text[], $16::text[], $17::int[],
-		$18::int[], $19::timestamptz[], $20::text[], $21::text[], $22::timestamptz[], $23::bool[],
-		$24::text[], $25::text[], $26::text[], $27::text[], $28::timestamptz[], $29::timestamptz[],
-		$30::timestamptz[], $31::bool[])
-		AS d(sub, id, ` + plannedDeliveryFields + `)
-	JOIN s ON s.id = d.sub
-), e AS (
-	INSERT INTO events (kind, submission_id, data, at)
-	SELECT $32::text, s.id, x.data::json, x.at
-	FROM unnest($1::uuid[], $33::text[], $10::timestamptz[]) AS x(id, data, at) JOIN s ON s.id = x.id
-	UNION ALL
-	SELECT x.kind, s.id, x.data::json, x.at
-	FROM unnest($34::uuid[], $35::text[], $36::text[], $37::timestamptz[]) AS x(sub, kind, data, at)
-	JOIN s ON s.id = x.sub
-)
-SELECT id FROM s`
-
 // acceptSet writes the live items (each submission id once) with acceptSetSQL and looks
 // up what the skipped ones duplicated. It reports false when the statement failed: then
 // nothing was written and out is untouched, and the caller falls back to the

@@ -13,47 +13,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
 )
 
-// completeOneSQL is Complete in one statement, so a batch of them pipelines in a single
-// round trip. The fenced UPDATE returns nothing when the lease is gone, and then the
-// attempt and the event, which are inserted only from its row, are not written either.
-// The attempt number is raised past the history as Complete does; the UPDATE holds the
-// delivery's row lock, so no other writer numbers an attempt of it meanwhile. The
-// parameters are completeArgs'; the event's submission and delivery ($19, $20) are the
-// nil uuid when unset, NULL here (NULLIF), and then the delivery's.
-const completeOneSQL = `
-WITH u AS (
-	UPDATE deliveries SET
-		status = $1,
-		next_attempt_at = CASE WHEN $1 = 'failed' THEN $2 ELSE next_attempt_at END,
-		last_error = $3,
-		provider = $4,
-		provider_message_id = $5,
-		lease_owner = '',
-		lease_token = '',
-		locked_until = NULL,
-		updated_at = $6,
-		sent_at = CASE WHEN $1 = 'sent' THEN $6 ELSE sent_at END
-	WHERE id = $7 AND status = 'sending' AND lease_token = $8 AND lease_token <> ''
-	RETURNING id, submission_id, attempts
-), a AS (
-	INSERT INTO delivery_attempts (` + attemptColumns + `)
-	SELECT u.id,
-		GREATEST(CASE WHEN $9::int > 0 THEN $9::int ELSE u.attempts END,
-			COALESCE((SELECT MAX(x.attempt) FROM delivery_attempts x WHERE x.delivery_id = u.id), 0) + 1),
-		$10, $11, $12, $13, $14, $15, $16, $17
-	FROM u
-), e AS (
-	INSERT INTO events (kind, submission_id, delivery_id, data, at)
-	SELECT $18, COALESCE(NULLIF($19::uuid, ` + nilUUID + `), u.submission_id),
-		COALESCE(NULLIF($20::uuid, ` + nilUUID + `), u.id), $21, $22
-	FROM u WHERE $18 <> ''
-)
-SELECT submission_id FROM u`
-
-// nilUUID is uuid.Nil in SQL: the completion statements' "unset" for a uuid, which travels
-// as a [16]byte (pgx encodes a uuid.UUID through its driver.Valuer, as text).
-const nilUUID = `'00000000-0000-0000-0000-000000000000'::uuid`
-
 // CompleteBatch records many completions in one transaction, pipelined in one round trip,
 // each fenced by its own lease token: a stale lease gets outbox.ErrLeaseLost and writes
 // nothing, the others are recorded. A completion failing with a data or constraint error
@@ -141,7 +100,7 @@ func completeArgs(c outbox.Completion) []any {
 type completeEvent struct {
 	kind, data    string // no kind: there is no event
 	at            time.Time
-	sub, delivery [16]byte // uuid.Nil: the delivery's (nilUUID)
+	sub, delivery [16]byte // uuid.Nil: the delivery's (NilUUID in queries/columns.sql)
 }
 
 func eventOf(c outbox.Completion) completeEvent {
@@ -151,5 +110,3 @@ func eventOf(c outbox.Completion) completeEvent {
 	}
 	return e
 }
-
-var _ outbox.BatchCompleter = (*Store)(nil)

@@ -193,5 +193,3 @@ func (s *Store) IsSuppressed(ctx context.Context, address string) (bool, error) 
 	}
 	return found, nil
 }
-
-var _ outbox.FeedbackStore = (*Store)(nil)

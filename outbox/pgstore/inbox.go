@@ -273,5 +273,3 @@ func nullID(id uuid.UUID) *uuid.UUID {
 	}
 	return &id
 }
-
-var _ outbox.Inbox = (*Store)(nil)

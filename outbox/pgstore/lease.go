@@ -22,8 +22,7 @@ import (
 
 // Renew moves locked_until of a lease the caller still holds.
 func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUntil time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET locked_until = $3
-		WHERE id = $1 AND status = 'sending' AND lease_token = $2 AND lease_token <> ''`,
+	tag, err := s.pool.Exec(ctx, qRenew,
 		[16]byte(id), token, lockedUntil)
 	if err := fenced(tag, err); err != nil {
 		return fmt.Errorf("renew lease of delivery %s: %w", id, err)
@@ -47,15 +46,7 @@ func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
 // the count (a retry was already scheduled before this claim) and pending otherwise;
 // both are due statuses, the difference is only what an operator reads.
 func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET
-			status = CASE WHEN attempts - 1 > 0 THEN 'failed' ELSE 'pending' END,
-			attempts = GREATEST(attempts - 1, 0),
-			lease_owner = '',
-			lease_token = '',
-			locked_until = NULL,
-			next_attempt_at = $3,
-			updated_at = $3
-		WHERE id = $1 AND status = 'sending' AND lease_token = $2 AND lease_token <> ''`,
+	tag, err := s.pool.Exec(ctx, qRelease,
 		[16]byte(id), token, orNow(now))
 	if err := fenced(tag, err); err != nil {
 		return fmt.Errorf("release lease of delivery %s: %w", id, err)
@@ -66,9 +57,7 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 // Retry makes a dead or failed delivery pending with attempts = 0, due at now. last_error
 // is kept so the operator still sees why it stopped; the attempts history is untouched.
 func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-			next_attempt_at = $2, updated_at = $2
-		WHERE id = $1 AND status IN ('dead', 'failed')`, [16]byte(id), orNow(now))
+	tag, err := s.pool.Exec(ctx, qRetry, [16]byte(id), orNow(now))
 	if err != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, err)
 	}
@@ -76,7 +65,7 @@ func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
 		return nil
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`, [16]byte(id)).Scan(&exists); err != nil {
+	if err := s.pool.QueryRow(ctx, qDeliveryExists, [16]byte(id)).Scan(&exists); err != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, err)
 	}
 	if !exists {

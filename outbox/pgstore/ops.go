@@ -175,5 +175,3 @@ func (s *Store) LockPruner(ctx context.Context) (func(), bool, error) {
 	}
 	return unlock, true, nil
 }
-
-var _ outbox.Ops = (*Store)(nil)

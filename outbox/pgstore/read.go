@@ -12,20 +12,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// submissionColumns are the submission columns Accept writes (then unbound_key) and
-// submissionSelect what scanSubmission reads: the key of a row, bound or not.
-const (
-	submissionColumns = `id, form, status, reason, data, meta, idempotency_key, content_hash, test, created_at`
-	submissionSelect  = `id, form, status, reason, data, meta, COALESCE(idempotency_key, unbound_key), content_hash, test, created_at`
-)
-
-const deliveryColumns = `id, submission_id, route, channel, recipient, status, attempts, max_attempts,
-	next_attempt_at, lease_owner, lease_token, locked_until, last_error, provider,
-	provider_message_id, payload, created_at, updated_at, sent_at`
-
-const attemptColumns = `delivery_id, attempt, provider, started_at, finished_at, outcome,
-	http_status, error_code, error, provider_message_id`
-
 func scanSubmission(row pgx.Row) (*outbox.Submission, error) {
 	var (
 		s          outbox.Submission
@@ -99,14 +85,6 @@ func utcOrZero(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// nullTime stores the zero time as NULL (not leased, not sent).
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
 // orNow lets callers leave a time unset and get the present instead.
 func orNow(t time.Time) time.Time {
 	if t.IsZero() {
@@ -117,7 +95,7 @@ func orNow(t time.Time) time.Time {
 
 // GetSubmission returns the stored submission, or outbox.ErrNotFound.
 func (s *Store) GetSubmission(ctx context.Context, id uuid.UUID) (*outbox.Submission, error) {
-	sub, err := scanSubmission(s.pool.QueryRow(ctx, `SELECT `+submissionSelect+` FROM submissions WHERE id = $1`, id))
+	sub, err := scanSubmission(s.pool.QueryRow(ctx, qGetSubmission, id))
 	if isNoRows(err) {
 		return nil, fmt.Errorf("get submission %s: %w", id, outbox.ErrNotFound)
 	}
@@ -129,7 +107,7 @@ func (s *Store) GetSubmission(ctx context.Context, id uuid.UUID) (*outbox.Submis
 
 // GetDelivery returns the stored delivery, or outbox.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id uuid.UUID) (*outbox.Delivery, error) {
-	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))
+	d, err := scanDelivery(s.pool.QueryRow(ctx, qGetDelivery, id))
 	if isNoRows(err) {
 		return nil, fmt.Errorf("get delivery %s: %w", id, outbox.ErrNotFound)
 	}
@@ -142,8 +120,7 @@ func (s *Store) GetDelivery(ctx context.Context, id uuid.UUID) (*outbox.Delivery
 // ListDeliveries returns a submission's deliveries ordered by route, then recipient.
 // An unknown submission has none (no error).
 func (s *Store) ListDeliveries(ctx context.Context, submissionID uuid.UUID) ([]outbox.Delivery, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE submission_id = $1 ORDER BY route COLLATE "C", recipient COLLATE "C"`, submissionID)
+	rows, err := s.pool.Query(ctx, qListDeliveries, submissionID)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -156,8 +133,7 @@ func (s *Store) ListDeliveries(ctx context.Context, submissionID uuid.UUID) ([]o
 
 // ListAttempts returns a delivery's attempts, oldest first.
 func (s *Store) ListAttempts(ctx context.Context, deliveryID uuid.UUID) ([]outbox.Attempt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM delivery_attempts
-		WHERE delivery_id = $1 ORDER BY attempt`, deliveryID)
+	rows, err := s.pool.Query(ctx, qListAttempts, deliveryID)
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
@@ -175,8 +151,7 @@ func (s *Store) ListEvents(ctx context.Context, kind string, limit int) ([]outbo
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, kind, submission_id, delivery_id, data, at FROM events
-		WHERE $1 = '' OR kind = $1 ORDER BY id DESC LIMIT $2`, kind, lim)
+	rows, err := s.pool.Query(ctx, qListEvents, kind, lim)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}

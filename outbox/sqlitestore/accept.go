@@ -59,13 +59,9 @@ func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
 // acceptIn is Accept's work inside the caller's write transaction.
 func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
 	created, key := p.Created, p.key
-	// The single writer connection serializes Accepts, so looking first is race-free. An
-	// unbound key (NULL here) matches no row: only the id can. The row with sub's own id
-	// comes first: a replay of a stored submission is its duplicate whatever the key.
+	// The single writer connection serializes Accepts, so looking first is race-free.
 	var id, status, hash string
-	err := tx.QueryRowContext(ctx, `SELECT id, status, content_hash FROM submissions
-		WHERE id = ? OR (form = ? AND idempotency_key = ?)
-		ORDER BY id = ? DESC LIMIT 1`, sub.ID.String(), sub.Form, key, sub.ID.String()).Scan(&id, &status, &hash)
+	err := tx.QueryRowContext(ctx, qFindDuplicate, sub.ID.String(), sub.Form, key, sub.ID.String()).Scan(&id, &status, &hash)
 	switch {
 	case err == nil:
 		orig, err := uuid.Parse(id)
@@ -77,8 +73,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		return outbox.AcceptResult{}, fmt.Errorf("look up duplicate: %w", err)
 	}
 
-	if _, err := tx.ExecContext(ctx, `INSERT INTO submissions (`+submissionColumns+`, unbound_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, qInsertSubmission,
 		sub.ID.String(), sub.Form, string(sub.Status), sub.Reason, string(p.Data), string(p.Meta),
 		key, sub.ContentHash, sub.Test, micros(created), p.unbound); err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("insert submission: %w", err)
@@ -89,8 +84,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		if len(d.Payload) == 0 {
 			payload = "{}"
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (`+deliveryColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, qInsertDelivery,
 			d.ID.String(), sub.ID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status),
 			d.Attempts, d.MaxAttempts, micros(d.NextAttemptAt), d.LeaseOwner, d.LeaseToken,
 			nullMicros(d.LockedUntil), d.LastError, d.Provider, d.ProviderMessageID, payload,
@@ -98,8 +92,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 			return outbox.AcceptResult{}, fmt.Errorf("insert delivery %d (route %q): %w", i, d.Route, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-		VALUES (?, ?, NULL, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, qInsertSubmissionEvent,
 		outbox.EventSubmissionReceived, sub.ID.String(), string(p.Event), micros(created)); err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("insert event: %w", err)
 	}
@@ -108,8 +101,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		if data == "" {
 			data = "{}"
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, NULL, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, qInsertSubmissionEvent,
 			ev.Kind, sub.ID.String(), data, micros(orTime(ev.At, created))); err != nil {
 			return outbox.AcceptResult{}, fmt.Errorf("insert %s event: %w", ev.Kind, err)
 		}

@@ -75,5 +75,3 @@ func inSavepoint(ctx context.Context, tx txQuerier, fn func() error) error {
 	}
 	return ferr
 }
-
-var _ outbox.BatchAccepter = (*Store)(nil)

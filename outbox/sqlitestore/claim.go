@@ -25,20 +25,7 @@ func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Deliv
 	now, until := micros(at), micros(at.Add(p.Lease))
 	var out []outbox.Delivery
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET
-				status = 'sending',
-				lease_owner = ?,
-				lease_token = lower(hex(randomblob(16))),
-				locked_until = ?,
-				attempts = attempts + 1,
-				updated_at = ?
-			WHERE id IN (
-				SELECT id FROM deliveries
-				WHERE (status IN ('pending', 'failed') AND next_attempt_at <= ?)
-				   OR (status = 'sending' AND locked_until < ?)
-				ORDER BY next_attempt_at, id
-				LIMIT ?)
-			RETURNING `+deliveryColumns,
+		rows, err := tx.QueryContext(ctx, qClaim,
 			p.Owner, until, now, now, now, p.Limit)
 		if err != nil {
 			return err

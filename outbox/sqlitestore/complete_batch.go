@@ -45,5 +45,3 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	}
 	return errs
 }
-
-var _ outbox.BatchCompleter = (*Store)(nil)

@@ -221,5 +221,3 @@ func (s *Store) IsSuppressed(ctx context.Context, address string) (bool, error) 
 	}
 	return true, nil
 }
-
-var _ outbox.FeedbackStore = (*Store)(nil)

@@ -324,5 +324,3 @@ func nullUUID(id uuid.UUID) sql.NullString {
 	}
 	return sql.NullString{String: id.String(), Valid: true}
 }
-
-var _ outbox.Inbox = (*Store)(nil)

@@ -21,8 +21,7 @@ import (
 // Renew moves locked_until of a lease the caller still holds.
 func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUntil time.Time) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET locked_until = ?
-			WHERE id = ? AND status = 'sending' AND lease_token = ? AND lease_token <> ''`,
+		res, err := tx.ExecContext(ctx, qRenew,
 			micros(lockedUntil), id.String(), token)
 		return fenced(res, err)
 	})
@@ -57,19 +56,7 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 		subID    string
 		attempts int
 	)
-	err := tx.QueryRowContext(ctx, `UPDATE deliveries SET
-			status = ?1,
-			next_attempt_at = CASE WHEN ?1 = 'failed' THEN ?2 ELSE next_attempt_at END,
-			last_error = ?3,
-			provider = ?4,
-			provider_message_id = ?5,
-			lease_owner = '',
-			lease_token = '',
-			locked_until = NULL,
-			updated_at = ?6,
-			sent_at = CASE WHEN ?1 = 'sent' THEN ?6 ELSE sent_at END
-		WHERE id = ?7 AND status = 'sending' AND lease_token = ?8 AND lease_token <> ''
-		RETURNING submission_id, attempts`,
+	err := tx.QueryRowContext(ctx, qCompleteDelivery,
 		string(c.Status), micros(c.NextAttemptAt), c.LastError, c.Provider, c.ProviderMessageID,
 		micros(c.Now), c.DeliveryID.String(), c.LeaseToken).Scan(&subID, &attempts)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -83,13 +70,11 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 		a.Attempt = attempts
 	}
 	var last int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM delivery_attempts
-		WHERE delivery_id = ?`, c.DeliveryID.String()).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, qLastAttempt, c.DeliveryID.String()).Scan(&last); err != nil {
 		return fmt.Errorf("number attempt: %w", err)
 	}
 	a.Attempt = max(a.Attempt, last+1)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+attemptColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, qInsertAttempt,
 		c.DeliveryID.String(), a.Attempt, a.Provider, micros(a.StartedAt),
 		micros(a.FinishedAt), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
 		a.ProviderMessageID); err != nil {
@@ -102,8 +87,7 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, qInsertDeliveryEvent,
 			e.Kind, e.SubmissionID.String(), e.DeliveryID.String(), string(e.Data), micros(e.At)); err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
@@ -118,15 +102,7 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now time.Time) error {
 	now = orNow(now)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET
-				status = CASE WHEN attempts - 1 > 0 THEN 'failed' ELSE 'pending' END,
-				attempts = MAX(attempts - 1, 0),
-				lease_owner = '',
-				lease_token = '',
-				locked_until = NULL,
-				next_attempt_at = ?1,
-				updated_at = ?1
-			WHERE id = ?2 AND status = 'sending' AND lease_token = ?3 AND lease_token <> ''`,
+		res, err := tx.ExecContext(ctx, qRelease,
 			micros(now), id.String(), token)
 		return fenced(res, err)
 	})
@@ -142,7 +118,7 @@ func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
 	now = orNow(now)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM deliveries WHERE id = ?`, id.String()).Scan(&status)
+		err := tx.QueryRowContext(ctx, qRetryStatus, id.String()).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return outbox.ErrNotFound
 		}
@@ -152,8 +128,7 @@ func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
 		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
 			return outbox.ErrNotRetryable
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-			next_attempt_at = ?1, updated_at = ?1 WHERE id = ?2`, micros(now), id.String())
+		_, err = tx.ExecContext(ctx, qRetry, micros(now), id.String())
 		return err
 	})
 	if err != nil {

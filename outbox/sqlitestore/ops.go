@@ -149,5 +149,3 @@ func (s *Store) LockPruner(context.Context) (func(), bool, error) {
 	}
 	return s.pruneMu.Unlock, true, nil
 }
-
-var _ outbox.Ops = (*Store)(nil)

@@ -12,20 +12,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// submissionColumns are the submission columns Accept writes (then unbound_key) and
-// submissionSelect what scanSubmission reads: the key of a row, bound or not.
-const (
-	submissionColumns = `id, form, status, reason, data, meta, idempotency_key, content_hash, test, created_at`
-	submissionSelect  = `id, form, status, reason, data, meta, COALESCE(idempotency_key, unbound_key), content_hash, test, created_at`
-)
-
-const deliveryColumns = `id, submission_id, route, channel, recipient, status, attempts, max_attempts,
-	next_attempt_at, lease_owner, lease_token, locked_until, last_error, provider,
-	provider_message_id, payload, created_at, updated_at, sent_at`
-
-const attemptColumns = `delivery_id, attempt, provider, started_at, finished_at, outcome,
-	http_status, error_code, error, provider_message_id`
-
 type scanner interface{ Scan(dest ...any) error }
 
 func scanSubmission(row scanner) (*outbox.Submission, error) {
@@ -108,7 +94,7 @@ func scanAttempt(row scanner) (outbox.Attempt, error) {
 
 // GetSubmission returns the stored submission, or outbox.ErrNotFound.
 func (s *Store) GetSubmission(ctx context.Context, id uuid.UUID) (*outbox.Submission, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+submissionSelect+` FROM submissions WHERE id = ?`, id.String())
+	row := s.r.QueryRowContext(ctx, qGetSubmission, id.String())
 	sub, err := scanSubmission(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get submission %s: %w", id, outbox.ErrNotFound)
@@ -121,7 +107,7 @@ func (s *Store) GetSubmission(ctx context.Context, id uuid.UUID) (*outbox.Submis
 
 // GetDelivery returns the stored delivery, or outbox.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id uuid.UUID) (*outbox.Delivery, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = ?`, id.String())
+	row := s.r.QueryRowContext(ctx, qGetDelivery, id.String())
 	d, err := scanDelivery(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get delivery %s: %w", id, outbox.ErrNotFound)
@@ -135,8 +121,7 @@ func (s *Store) GetDelivery(ctx context.Context, id uuid.UUID) (*outbox.Delivery
 // ListDeliveries returns a submission's deliveries ordered by route, then recipient.
 // An unknown submission has none (no error).
 func (s *Store) ListDeliveries(ctx context.Context, submissionID uuid.UUID) ([]outbox.Delivery, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE submission_id = ? ORDER BY route, recipient`, submissionID.String())
+	rows, err := s.r.QueryContext(ctx, qListDeliveries, submissionID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -157,8 +142,7 @@ func (s *Store) ListDeliveries(ctx context.Context, submissionID uuid.UUID) ([]o
 
 // ListAttempts returns a delivery's attempts, oldest first.
 func (s *Store) ListAttempts(ctx context.Context, deliveryID uuid.UUID) ([]outbox.Attempt, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+attemptColumns+` FROM delivery_attempts
-		WHERE delivery_id = ? ORDER BY attempt`, deliveryID.String())
+	rows, err := s.r.QueryContext(ctx, qListAttempts, deliveryID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
@@ -183,8 +167,7 @@ func (s *Store) ListEvents(ctx context.Context, kind string, limit int) ([]outbo
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, kind, submission_id, delivery_id, data, at FROM events
-		WHERE ? = '' OR kind = ? ORDER BY id DESC LIMIT ?`, kind, kind, limit)
+	rows, err := s.r.QueryContext(ctx, qListEvents, kind, kind, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}

@@ -43,7 +43,7 @@ var _ = register("AcceptWritesSubmissionEvents", func(t *testing.T, s outbox.Sto
 // schema.violation event is written with it and read back, in order, by the inbox's
 // SubmissionEvents, also after an operator released it.
 var _ = register("AcceptKeepsSchemaViolationFields", func(t *testing.T, s outbox.Store) {
-	ib := inboxStore(t, s)
+	ib := outbox.Inbox(s)
 	want := outbox.SchemaViolationData{Form: "contact", Errors: []outbox.FieldError{
 		{Field: "name", Message: "name is required"},
 		{Field: "email", Message: "email must be a valid email address"},

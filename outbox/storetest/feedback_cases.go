@@ -10,16 +10,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// feedbackStore returns the store's feedback interface; every Store must implement it.
-func feedbackStore(t testing.TB, s outbox.Store) outbox.FeedbackStore {
-	t.Helper()
-	f, ok := s.(outbox.FeedbackStore)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.FeedbackStore", s)
-	}
-	return f
-}
-
 // sentDelivery stores a delivery to recipient and records it sent at t0; it returns the
 // delivery and its provider message id.
 func sentDelivery(t testing.TB, s outbox.Store, recipient string) (outbox.Delivery, string) {
@@ -45,7 +35,7 @@ func countEvents(t testing.TB, s outbox.Store, kind string) int {
 }
 
 var _ = register("FeedbackHardBounceKillsSentDeliveryAndSuppresses", func(t *testing.T, s outbox.Store) {
-	fs := feedbackStore(t, s)
+	fs := outbox.FeedbackStore(s)
 	d, msgID := sentDelivery(t, s, "Gone@Example.com")
 	now := t0.Add(minutes(5))
 	res, err := fs.RecordFeedback(testCtx(t), outbox.Feedback{
@@ -63,7 +53,7 @@ var _ = register("FeedbackHardBounceKillsSentDeliveryAndSuppresses", func(t *tes
 	if got.Status != outbox.DeliveryDead || got.LastError != "bounced: smtp; 550 5.1.1 user unknown" {
 		t.Fatalf("delivery = %s %q, want dead with the bounce as last error", got.Status, got.LastError)
 	}
-	st, err := ops(t, s).Stats(testCtx(t), now)
+	st, err := s.Stats(testCtx(t), now)
 	if err != nil || st.Dead != 1 {
 		t.Fatalf("stats = %+v, %v; want 1 dead", st, err)
 	}
@@ -88,7 +78,7 @@ var _ = register("FeedbackHardBounceKillsSentDeliveryAndSuppresses", func(t *tes
 })
 
 var _ = register("FeedbackReplayAndUnknownMessageWriteNothing", func(t *testing.T, s outbox.Store) {
-	fs := feedbackStore(t, s)
+	fs := outbox.FeedbackStore(s)
 	d, msgID := sentDelivery(t, s, "sales@example.com")
 	soft := outbox.Feedback{Source: "resend", ReceiptID: "msg_1", Kind: outbox.FeedbackBounced,
 		BounceType: outbox.BounceSoft, Diagnostic: "mailbox full", ProviderMessageID: msgID, ReceivedAt: t0.Add(minutes(1))}
@@ -147,7 +137,7 @@ var _ = register("FeedbackReplayAndUnknownMessageWriteNothing", func(t *testing.
 })
 
 var _ = register("FeedbackMatchesByDeliveryIDAndRecordsComplaintsAndDeliveries", func(t *testing.T, s outbox.Store) {
-	fs := feedbackStore(t, s)
+	fs := outbox.FeedbackStore(s)
 	d, _ := sentDelivery(t, s, "sales@example.com")
 	at := t0.Add(minutes(2))
 	for i, f := range []outbox.Feedback{
@@ -174,7 +164,7 @@ var _ = register("FeedbackMatchesByDeliveryIDAndRecordsComplaintsAndDeliveries",
 })
 
 var _ = register("SuppressionListAddListRemove", func(t *testing.T, s outbox.Store) {
-	fs := feedbackStore(t, s)
+	fs := outbox.FeedbackStore(s)
 	ctx := testCtx(t)
 	for i, a := range []string{"a@example.com", "B@Example.com", "a@example.com"} {
 		if err := fs.AddSuppression(ctx, outbox.Suppression{Address: a, Reason: "manual", CreatedAt: t0.Add(time.Duration(i) * time.Second)}); err != nil {

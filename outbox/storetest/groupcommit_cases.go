@@ -22,7 +22,6 @@ import (
 // its COMMIT.
 type recordingStore struct {
 	outbox.Store
-	inner outbox.BatchAccepter
 
 	mu          sync.Mutex
 	committedAt map[uuid.UUID]time.Time
@@ -48,7 +47,7 @@ func (r *recordingStore) AcceptBatch(ctx context.Context, items []outbox.AcceptI
 	if fail {
 		ctx = outbox.WithBeforeCommit(ctx, func() error { return errForced })
 	}
-	out := r.inner.AcceptBatch(ctx, items)
+	out := r.Store.AcceptBatch(ctx, items)
 	done := time.Now()
 	r.mu.Lock()
 	for _, it := range items {
@@ -60,11 +59,7 @@ func (r *recordingStore) AcceptBatch(ctx context.Context, items []outbox.AcceptI
 
 func newRecordingStore(t testing.TB, s outbox.Store) *recordingStore {
 	t.Helper()
-	ba, ok := s.(outbox.BatchAccepter)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.BatchAccepter", s)
-	}
-	return &recordingStore{Store: s, inner: ba, committedAt: map[uuid.UUID]time.Time{}}
+	return &recordingStore{Store: s, committedAt: map[uuid.UUID]time.Time{}}
 }
 
 // countRows counts a table's rows straight from the database, bypassing the Store API.
@@ -251,7 +246,6 @@ var _ = register("GroupCommitFailedTransactionFailsAllItsMembers", func(t *testi
 })
 
 var _ = register("AcceptBatchIsolatesABadItem", func(t *testing.T, s outbox.Store) {
-	ba := s.(outbox.BatchAccepter)
 	ctx := testCtx(t)
 	first := NewSubmission("contact", WithIdempotencyKey("same"))
 	firstD := NewDelivery(first, "email", "sales@example.com")
@@ -261,7 +255,7 @@ var _ = register("AcceptBatchIsolatesABadItem", func(t *testing.T, s outbox.Stor
 	repeat := NewSubmission("contact", WithIdempotencyKey("same"))
 	last := NewSubmission("contact")
 	last.Events = []outbox.Event{{Kind: outbox.EventSchemaDrift, Data: []byte(`{"field":"x"}`)}}
-	out := ba.AcceptBatch(ctx, []outbox.AcceptItem{
+	out := s.AcceptBatch(ctx, []outbox.AcceptItem{
 		{Submission: first, Deliveries: []outbox.Delivery{firstD}},
 		{Submission: bad, Deliveries: []outbox.Delivery{badD}},
 		{Submission: repeat, Deliveries: []outbox.Delivery{NewDelivery(repeat, "email", "sales@example.com")}},
@@ -298,10 +292,6 @@ var _ = register("AcceptBatchIsolatesABadItem", func(t *testing.T, s outbox.Stor
 })
 
 var _ = register("CompleteBatchKeepsFencingPerRow", func(t *testing.T, s outbox.Store) {
-	bc, ok := s.(outbox.BatchCompleter)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.BatchCompleter", s)
-	}
 	ctx := testCtx(t)
 	for range 3 {
 		acceptDue(t, s, t0)
@@ -325,7 +315,7 @@ var _ = register("CompleteBatchKeepsFencingPerRow", func(t *testing.T, s outbox.
 		}
 	}
 	now := t0.Add(time.Second)
-	errs := bc.CompleteBatch(ctx, []outbox.Completion{
+	errs := s.CompleteBatch(ctx, []outbox.Completion{
 		completion(fresh[0], outbox.DeliverySent, outbox.OutcomeSent, now, nil),
 		completion(stale, outbox.DeliverySent, outbox.OutcomeSent, now, nil),
 		completion(fresh[1], outbox.DeliveryDead, outbox.OutcomePermanent, now, &outbox.Event{Kind: outbox.EventDeliveryDead}),
@@ -366,7 +356,7 @@ var _ = register("CompleteBatchKeepsFencingPerRow", func(t *testing.T, s outbox.
 
 	// A batch whose transaction fails records none of its completions.
 	fctx := outbox.WithBeforeCommit(ctx, func() error { return errForced })
-	errs = bc.CompleteBatch(fctx, []outbox.Completion{completion(retaken[0], outbox.DeliverySent, outbox.OutcomeSent, now, nil)})
+	errs = s.CompleteBatch(fctx, []outbox.Completion{completion(retaken[0], outbox.DeliverySent, outbox.OutcomeSent, now, nil)})
 	if !errors.Is(errs[0], errForced) {
 		t.Fatalf("forced failure: %v", errs[0])
 	}
@@ -379,10 +369,6 @@ var _ = register("CompleteBatchKeepsFencingPerRow", func(t *testing.T, s outbox.
 // report beside the new owner's). Only the holder's completion may land, whichever comes
 // first in the batch; on PostgreSQL this is the per-row pipeline, not the set statement.
 var _ = register("CompleteBatchWithTwoLeasesOfOneDelivery", func(t *testing.T, s outbox.Store) {
-	bc, ok := s.(outbox.BatchCompleter)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.BatchCompleter", s)
-	}
 	ctx := testCtx(t)
 	acceptDue(t, s, t0)
 	other := acceptDue(t, s, t0.Add(time.Millisecond))
@@ -397,7 +383,7 @@ var _ = register("CompleteBatchWithTwoLeasesOfOneDelivery", func(t *testing.T, s
 	}
 	now := later.Add(time.Second)
 	freshC := completion(fresh[0], outbox.DeliverySent, outbox.OutcomeSent, now, nil)
-	errs := bc.CompleteBatch(ctx, []outbox.Completion{
+	errs := s.CompleteBatch(ctx, []outbox.Completion{
 		completion(stale, outbox.DeliveryDead, outbox.OutcomePermanent, now, &outbox.Event{Kind: outbox.EventDeliveryDead}),
 		freshC,
 		completion(fresh[1], outbox.DeliveryFailed, outbox.OutcomeTemporary, now, nil),

@@ -115,15 +115,11 @@ var _ = register("AcceptReusedKeyStoresOtherContentQuarantined", func(t *testing
 // In one shared transaction, a later item with an earlier item's key is told whether it
 // repeats that item's content (a duplicate) or not (a reused key), as Accept would.
 var _ = register("AcceptBatchTellsRetryFromReusedKey", func(t *testing.T, s outbox.Store) {
-	ba, ok := s.(outbox.BatchAccepter)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.BatchAccepter", s)
-	}
 	first := NewSubmission("contact", WithIdempotencyKey("k"), WithContentHash(hashFirst))
 	other := NewSubmission("contact", WithIdempotencyKey("k"), WithContentHash(hashOther))
 	retry := NewSubmission("contact", WithIdempotencyKey("k"), WithContentHash(hashFirst))
 	loose := NewSubmission("contact")
-	out := ba.AcceptBatch(context.Background(), []outbox.AcceptItem{{Submission: first}, {Submission: other}, {Submission: retry}, {Submission: loose}})
+	out := s.AcceptBatch(context.Background(), []outbox.AcceptItem{{Submission: first}, {Submission: other}, {Submission: retry}, {Submission: loose}})
 	want := []outbox.AcceptResult{
 		{ID: first.ID, Status: outbox.SubmissionAccepted},
 		{ID: first.ID, Status: outbox.SubmissionAccepted, Duplicate: true, KeyReused: true},

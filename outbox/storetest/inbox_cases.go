@@ -12,16 +12,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// inboxStore returns the store's inbox interface; every Store must implement it.
-func inboxStore(t testing.TB, s outbox.Store) outbox.Inbox {
-	t.Helper()
-	ib, ok := s.(outbox.Inbox)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.Inbox", s)
-	}
-	return ib
-}
-
 // makeDead claims the due delivery d at its due time and records a permanent failure.
 func makeDead(t testing.TB, s outbox.Store, d outbox.Delivery) {
 	t.Helper()
@@ -38,7 +28,7 @@ func makeDead(t testing.TB, s outbox.Store, d outbox.Delivery) {
 }
 
 var _ = register("InboxSearchFiltersAndPagesNewestFirst", func(t *testing.T, s outbox.Store) {
-	ib := inboxStore(t, s)
+	ib := outbox.Inbox(s)
 	mk := func(i int, form string, opts ...SubmissionOption) (*outbox.Submission, outbox.Delivery) {
 		sub := NewSubmission(form, append([]SubmissionOption{WithCreatedAt(t0.Add(minutes(i)))}, opts...)...)
 		d := NewDelivery(sub, "email", "sales@example.com")
@@ -114,7 +104,7 @@ var _ = register("InboxSearchFiltersAndPagesNewestFirst", func(t *testing.T, s o
 })
 
 var _ = register("InboxOverviewCountsPerFormAndStatus", func(t *testing.T, s outbox.Store) {
-	ib := inboxStore(t, s)
+	ib := outbox.Inbox(s)
 	day, week := t0.Add(-minutes(60)), t0.Add(-minutes(60*24*7))
 	accept := func(form string, at int, opts ...SubmissionOption) outbox.Delivery {
 		sub := NewSubmission(form, append([]SubmissionOption{WithCreatedAt(t0.Add(minutes(at)))}, opts...)...)
@@ -180,7 +170,7 @@ func actionUser(t testing.TB, ib outbox.Inbox, id uuid.UUID, kind string) string
 }
 
 var _ = register("InboxActionsChangeRowsAndNameTheUser", func(t *testing.T, s outbox.Store) {
-	ib := inboxStore(t, s)
+	ib := outbox.Inbox(s)
 	act := func(a outbox.Action) error {
 		a.User, a.Now = "ops", t0.Add(minutes(30))
 		return ib.Act(testCtx(t), a)
@@ -257,7 +247,7 @@ var _ = register("InboxActionsChangeRowsAndNameTheUser", func(t *testing.T, s ou
 // did it, in one transaction: on the submission whose delivery listed the address, and
 // in the event log for an address listed by hand.
 var _ = register("InboxUnsuppressRemovesAndNamesTheUser", func(t *testing.T, s outbox.Store) {
-	ib, fs, ctx := inboxStore(t, s), feedbackStore(t, s), testCtx(t)
+	ib, fs, ctx := outbox.Inbox(s), outbox.FeedbackStore(s), testCtx(t)
 	sub := NewSubmission("contact")
 	d := NewDelivery(sub, "email", "bounce@example.com")
 	MustAccept(t, s, sub, d)
@@ -309,7 +299,7 @@ var _ = register("InboxUnsuppressRemovesAndNamesTheUser", func(t *testing.T, s o
 })
 
 var _ = register("InboxSubmissionFormsListsEachFormOnce", func(t *testing.T, s outbox.Store) {
-	ib := inboxStore(t, s)
+	ib := outbox.Inbox(s)
 	forms := func() []string {
 		t.Helper()
 		got, err := ib.SubmissionForms(testCtx(t))

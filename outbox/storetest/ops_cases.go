@@ -13,16 +13,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// ops returns the store's operator interface; every Store must implement it.
-func ops(t testing.TB, s outbox.Store) outbox.Ops {
-	t.Helper()
-	o, ok := s.(outbox.Ops)
-	if !ok {
-		t.Fatalf("%T does not implement outbox.Ops", s)
-	}
-	return o
-}
-
 func subIDs(subs []outbox.Submission) []uuid.UUID {
 	out := make([]uuid.UUID, len(subs))
 	for i, s := range subs {
@@ -32,7 +22,7 @@ func subIDs(subs []outbox.Submission) []uuid.UUID {
 }
 
 var _ = register("OpsListSubmissionsFiltersAndPagesNewestFirst", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	var all []*outbox.Submission
 	for i := range 5 {
 		form := "contact"
@@ -117,7 +107,7 @@ var _ = register("OpsListSubmissionsFiltersAndPagesNewestFirst", func(t *testing
 })
 
 var _ = register("OpsListDeliveriesByStatus", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	first := acceptDue(t, s, t0)
 	second := acceptDue(t, s, t0.Add(minutes(1)))
 	pending := acceptDue(t, s, t0.Add(minutes(2)))
@@ -145,7 +135,7 @@ var _ = register("OpsListDeliveriesByStatus", func(t *testing.T, s outbox.Store)
 })
 
 var _ = register("OpsReleaseSubmissionMakesSkippedDeliveriesDue", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	sub := NewSubmission("contact", WithCreatedAt(t0), WithStatus(outbox.SubmissionQuarantined, outbox.ReasonOriginRejected))
 	d1 := NewDelivery(sub, "email", "a@example.com")
 	d2 := NewDelivery(sub, "email", "b@example.com")
@@ -191,7 +181,7 @@ var _ = register("OpsReleaseSubmissionMakesSkippedDeliveriesDue", func(t *testin
 })
 
 var _ = register("OpsDeleteSubmissionErasesRowsAndRecordsNoData", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	keep := acceptDue(t, s, t0)
 	sub := NewSubmission("contact", WithCreatedAt(t0.Add(time.Second)))
 	d := NewDelivery(sub, "email", "sales@example.com")
@@ -228,7 +218,7 @@ var _ = register("OpsDeleteSubmissionErasesRowsAndRecordsNoData", func(t *testin
 })
 
 var _ = register("OpsStatsCountsLiveWork", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	st, err := o.Stats(testCtx(t), t0)
 	if err != nil || st != (outbox.Stats{}) {
 		t.Fatalf("stats of an empty store = %+v (err %v), want zeros", st, err)
@@ -257,7 +247,7 @@ var _ = register("OpsStatsCountsLiveWork", func(t *testing.T, s outbox.Store) {
 })
 
 var _ = register("OpsPruneDeletesExactlyExpiredTerminalSubmissions", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	day := 24 * time.Hour
 	// settle accepts one submission created at `at` with one delivery, claims it at `at`
 	// and records status (empty: left pending). Each claim takes exactly this delivery:
@@ -364,7 +354,7 @@ var _ = register("OpsPruneDeletesExactlyExpiredTerminalSubmissions", func(t *tes
 })
 
 var _ = register("OpsLockPrunerIsExclusive", func(t *testing.T, s outbox.Store) {
-	o := ops(t, s)
+	o := outbox.Ops(s)
 	unlock, ok, err := o.LockPruner(testCtx(t))
 	if err != nil || !ok {
 		t.Fatalf("first lock: ok %v err %v", ok, err)

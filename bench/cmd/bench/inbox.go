@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/inbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
 	"github.com/formoutbox/caddy-form-outbox/outbox/sqlitestore"
 )
@@ -71,7 +72,7 @@ func benchInbox(ctx context.Context, cfg *config, r *report) error {
 
 // inboxStore seeds n submissions into a fresh store of kind st and times pages on it.
 func inboxStore(ctx context.Context, cfg *config, st string, n int, pages []string) ([]inboxPoint, error) {
-	var store inbox.Store
+	var store outbox.Store
 	start := time.Now()
 	switch st {
 	case "sqlite":

@@ -1,0 +1,74 @@
+package sqlq
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func file(text string) fstest.MapFS {
+	return fstest.MapFS{"queries/a.sql": {Data: []byte(text)}}
+}
+
+func TestLoadReadsNamedQueriesAndExpandsIncludes(t *testing.T) {
+	fsys := fstest.MapFS{
+		"queries/columns.sql": {Data: []byte("-- name: Cols\n-- the submission columns\nid, form\n")},
+		"queries/read.sql": {Data: []byte("-- name: Get\n-- Get reads one row.\nSELECT {{Cols}}\n\tFROM t -- by id\n\tWHERE id = ?;\n\n" +
+			"-- name: Count\nSELECT count(*) FROM t\n")},
+	}
+	s, err := Load(fsys, "queries/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Must("Get"), "SELECT id, form\n\tFROM t -- by id\n\tWHERE id = ?"; got != want {
+		t.Errorf("Get = %q, want %q", got, want)
+	}
+	if got := s.Unused(); len(got) != 1 || got[0] != "Count" {
+		t.Errorf("unused = %v, want [Count] (Cols is used by Get's include)", got)
+	}
+	s.Must("Count")
+	if got := s.Unused(); len(got) != 0 {
+		t.Errorf("unused = %v after every query was asked for", got)
+	}
+}
+
+func TestMustPanicsOnAMissingName(t *testing.T) {
+	s, err := Load(file("-- name: Get\nSELECT 1\n"), "queries/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		r := recover()
+		if msg, _ := r.(string); !strings.Contains(msg, "no query named Gett") {
+			t.Errorf("recovered %v, want a panic naming Gett", r)
+		}
+	}()
+	s.Must("Gett")
+}
+
+func TestLoadRefusesMalformedFiles(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"duplicate", "-- name: A\nSELECT 1\n-- name: A\nSELECT 2\n", "already defined"},
+		{"before the first name", "SELECT 1\n-- name: A\nSELECT 2\n", "before the first"},
+		{"empty", "-- name: A\n-- only a comment\n-- name: B\nSELECT 2\n", "A is empty"},
+		{"unknown include", "-- name: A\nSELECT {{Nope}}\n", "unknown Nope"},
+		{"nested include", "-- name: A\nx\n-- name: B\n{{A}}\n-- name: C\n{{B}}\n", "includes again"},
+	} {
+		_, err := Load(file(tc.text), "queries/*.sql")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Load(file("-- name: A\nSELECT 1\n"), "none/*.sql"); err == nil {
+		t.Error("a pattern matching no file loaded")
+	}
+}
+
+func TestMustLoadPanicsOnABadFile(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("MustLoad of a file with a duplicate name did not panic")
+		}
+	}()
+	MustLoad(file("-- name: A\nx\n-- name: A\ny\n"), "queries/*.sql")
+}
