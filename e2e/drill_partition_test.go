@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -28,16 +27,7 @@ func TestDrillPartition(t *testing.T) {
 	c := newCaddy(t, caddyOpts{Caddyfile: cf})
 
 	load := newDrillLoad("partition", func() string { return c.URL("") }, drillAnswerBound)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	loadDone := make(chan struct{})
-	go func() { load.run(ctx, n, rate); close(loadDone) }()
-
-	// Partition once a tenth of the load is answered, so the pool holds live connections
-	// that the drop turns into silent ones.
-	if err := waitFor(60*time.Second, func() bool { return load.answered.Load() >= n/10 }); err != nil {
-		t.Fatalf("load did not start: %v\n%s", err, tail(c.Log(), 4000))
-	}
+	loadDone := load.start(t, c, n, rate, 0.1)
 	queuedBefore := load.queued.Load()
 	t.Logf("partition at %d answered", load.answered.Load())
 	link.Partition()
@@ -67,5 +57,5 @@ func TestDrillPartition(t *testing.T) {
 	}
 	res.Notes = fmt.Sprintf("%s packet drop (nftables, own network namespace); %d answered queued; slowest answer %s",
 		partition, load.queued.Load()-queuedBefore, load.slowest())
-	res.publish(t)
+	publish(t, res)
 }

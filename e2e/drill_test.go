@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,29 +15,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/drills"
 )
 
-// EnvDrillResults names a directory where each TestDrill* writes <drill>.json with its
-// figures; scripts/drills sets it and assembles docs/drills.md from the files.
-const EnvDrillResults = "FORM_OUTBOX_DRILL_RESULTS"
-
-// drillResult is the JSON one drill publishes (the format both drill files share, read by
-// scripts/drillsreport).
-type drillResult struct {
-	Drill                string  `json:"drill"`
-	Submissions          int     `json:"submissions"`
-	Acknowledged         int     `json:"acknowledged"`
-	Lost                 int     `json:"lost"`
-	DuplicateSubmissions int     `json:"duplicate_submissions"`
-	DuplicateSends       int     `json:"duplicate_sends"`
-	AmbiguousAttempts    int     `json:"ambiguous_attempts"`
-	RecoverySeconds      float64 `json:"recovery_seconds"`
-	Notes                string  `json:"notes"`
-}
+// drillResult is the figures one drill publishes (internal/drills).
+type drillResult = drills.Result
 
 // publish logs the figures, fails the test on any lost or duplicated submission and, when
 // EnvDrillResults is set, writes them for scripts/drills.
-func (r drillResult) publish(t *testing.T) {
+func publish(t *testing.T, r drillResult) {
 	t.Helper()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -51,15 +37,14 @@ func (r drillResult) publish(t *testing.T) {
 	if r.DuplicateSubmissions != 0 {
 		t.Errorf("%d duplicate submissions", r.DuplicateSubmissions)
 	}
-	dir := os.Getenv(EnvDrillResults)
-	if dir == "" {
-		return
+	// A send is repeated only after an attempt whose outcome nobody could record.
+	if r.DuplicateSends > r.AmbiguousAttempts {
+		t.Errorf("%d duplicate sends but only %d ambiguous attempts", r.DuplicateSends, r.AmbiguousAttempts)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("drill results dir: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, r.Drill+".json"), append(b, '\n'), 0o644); err != nil {
-		t.Fatalf("write drill result: %v", err)
+	if dir := os.Getenv(drills.EnvResults); dir != "" {
+		if err := r.Write(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -117,6 +102,20 @@ func (l *drillLoad) run(ctx context.Context, n, rate int) {
 	}
 	close(keys)
 	wg.Wait()
+}
+
+// start runs the load in the background (bounded by 3 minutes) and waits until frac of
+// it is answered; the returned channel closes when the load is done.
+func (l *drillLoad) start(t *testing.T, c *caddyProc, n, rate int, frac float64) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	done := make(chan struct{})
+	go func() { l.run(ctx, n, rate); close(done) }()
+	if err := waitFor(60*time.Second, func() bool { return float64(l.answered.Load()) >= frac*float64(n) }); err != nil {
+		t.Fatalf("load did not start: %v\n%s", err, tail(c.Log(), 4000))
+	}
+	return done
 }
 
 func (l *drillLoad) post(ctx context.Context, key string) {
@@ -301,6 +300,8 @@ func pgDrillSettle(t *testing.T, name, dsn string, load *drillLoad, hook *receiv
 	t.Helper()
 	acked := load.ackedKeys()
 	var stored map[string]int
+	start := time.Now()
+	defer func() { t.Logf("settled in %s", time.Since(start).Round(time.Millisecond)) }()
 	err := waitFor(within, func() bool {
 		var err error
 		if stored, err = pgKeys(context.Background(), dsn); err != nil {
