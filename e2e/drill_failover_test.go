@@ -65,20 +65,19 @@ func TestDrillFailover(t *testing.T) {
 	replica.Promote()
 	t.Logf("primary killed with %d leases held, replica promoted after %s", leased, time.Since(killed).Round(time.Millisecond))
 	window := waitRecovered(t, c, load, killed, 60*time.Second)
-	<-loadDone
-	t.Logf("load done %s after the kill", time.Since(killed).Round(time.Millisecond))
-	load.check(t)
-
 	// The leases held on the old primary survive on the new one (synchronous replica) and
 	// are claimed again once they expire.
-	var leasesBack time.Duration
 	if err := waitFor(60*time.Second, func() bool {
 		return pgCount(replica.DSN(), fmt.Sprintf(`SELECT count(*) FROM deliveries WHERE status = 'sent' AND id::text IN ('%s')`,
 			strings.Join(leasedIDs, "','"))) == leased
 	}); err != nil {
 		t.Errorf("the deliveries leased on the old primary were not sent from the new one: %v", err)
 	}
-	leasesBack = time.Since(killed)
+	leasesBack := time.Since(killed)
+	<-loadDone
+	t.Logf("load done %s after the kill", time.Since(killed).Round(time.Millisecond))
+	load.check(t)
+
 	res := pgDrillSettle(t, "failover", replica.DSN(), load, hook, n, 60*time.Second)
 	res.RecoverySeconds = window
 	spooled := load.queued.Load() - queuedBefore
