@@ -151,6 +151,8 @@ func (r *Replayer) loop(ctx context.Context) {
 		if r.Spool.Stats().Entries > 0 {
 			_, _ = r.ReplayNow(ctx)
 		}
+		// A full disk may have room again (replay just freed it, or an operator did).
+		r.Spool.Recheck()
 		select {
 		case <-ctx.Done():
 			return

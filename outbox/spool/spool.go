@@ -58,6 +58,7 @@ type Spool struct {
 	// successful one): while set, the spool cannot take submissions.
 	appendErr   error
 	appendErrAt time.Time
+	appendErrN  int // size of the record that failed: what Recheck must be able to write
 }
 
 // segInfo is what health needs about one segment without reading it again.
@@ -146,12 +147,45 @@ func (s *Spool) Append(e Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writeLocked(rec); err != nil {
-		s.appendErr, s.appendErrAt = err, s.opts.Now()
+		s.appendErr, s.appendErrAt, s.appendErrN = err, s.opts.Now(), len(rec)
 		return fmt.Errorf("spool append %s: %w", e.Submission.ID, err)
 	}
 	s.appendErr = nil
 	s.segs[s.actSeq].add(e.Submission.CreatedAt)
 	return nil
+}
+
+// probeName is the scratch file Recheck writes; it is not a segment (listSegments).
+const probeName = "append-probe.tmp"
+
+// Recheck tries, after a failed Append, whether the spool could write the failed record
+// now, and forgets the failure if so. Without it a spool that filled its disk while the
+// store was down would be reported unable to take submissions (health 503, spool.go in
+// the root package) until the next outage's first Append, although replay freed the space
+// long ago. It writes and fsyncs a scratch file of that record's size, then removes it;
+// it does nothing while no Append has failed. It reports whether the spool is writable.
+func (s *Spool) Recheck() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.appendErr == nil {
+		return true
+	}
+	path := filepath.Join(s.dir, probeName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return false
+	}
+	_, err = f.Write(make([]byte, max(s.appendErrN, 1)))
+	if err == nil {
+		err = s.syncFile(f)
+	}
+	f.Close()
+	os.Remove(path)
+	if err != nil {
+		return false
+	}
+	s.appendErr = nil
+	return true
 }
 
 // writeLocked appends one framed record to the active segment (sealing a full one and

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -531,5 +532,51 @@ func TestReplayJudgesAReusedKeyAsTheHandlerDoes(t *testing.T) {
 	}
 	if _, err := store.GetSubmission(context.Background(), retry.Submission.ID); err == nil {
 		t.Errorf("the spooled retry of the bound post was stored too")
+	}
+}
+
+// A spool whose append failed (disk full) reports it until the replayer's next pass finds
+// the disk writable again, even when no submission is appended in between.
+func TestReplayerClearsAppendErrorOnceWritable(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, Options{})
+	full := true
+	var mu sync.Mutex
+	s.syncFile = func(f *os.File) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if full {
+			return syscall.ENOSPC
+		}
+		return f.Sync()
+	}
+	if err := s.Append(newEntry("lost")); err == nil {
+		t.Fatal("append succeeded on a full disk")
+	}
+	store := storetest.OpenSQLite(t)
+	r := &Replayer{Spool: s, Store: store, Interval: 10 * time.Millisecond}
+	r.Start()
+	defer r.Stop()
+	// Still full: the failure stays reported across passes.
+	for range 3 {
+		r.Wake()
+	}
+	if st := s.Stats(); !strings.Contains(st.AppendError, "no space left") {
+		t.Fatalf("append error while the disk is still full = %q, want it reported", st.AppendError)
+	}
+	mu.Lock()
+	full = false
+	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.Stats().AppendError != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("append error still reported after the disk had room again: %q", s.Stats().AppendError)
+		}
+		<-tick.C
+	}
+	if _, err := os.Stat(filepath.Join(dir, probeName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the recheck's scratch file is left behind: %v", err)
 	}
 }
