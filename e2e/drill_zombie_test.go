@@ -29,16 +29,7 @@ func TestDrillZombie(t *testing.T) {
 	defer cancel()
 
 	zombie := newCaddy(t, caddyOpts{Caddyfile: pgCaddyfile(pc.DSN, pc.Schema, hook, "500ms")})
-	connCfg, err := pgx.ParseConfig(pc.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	connCfg.RuntimeParams["search_path"] = pc.Schema
-	conn, err := pgx.ConnectConfig(ctx, connCfg)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(context.Background())
+	conn := drillConn(t, ctx, pc.DSN, pc.Schema)
 
 	// As many submissions as the zombie has send slots (concurrency 8). It claims them as
 	// its batching allows (see awaitSlots in outbox/worker.go), so it freezes with some
