@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/providers/ratelimit"
 	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
 )
 
@@ -23,11 +24,13 @@ import (
 //			secret_access_key KEY          # {env.AWS_SECRET_ACCESS_KEY}
 //			endpoint URL                   # emulators and tests
 //			timeout DURATION               # one send; default 30s
+//			rate N/s|N/m|off               # send pace; default 14/s (SES's default quota)
 //		}
 //		resend {                           # Resend; with ses too, the failover after SES
 //			api_key KEY                    # {env.RESEND_API_KEY}
 //			endpoint URL                   # tests
 //			timeout DURATION
+//			rate N/s|N/m|off               # send pace; default 2/s (Resend's API limit)
 //		}
 //		smtp {                             # an SMTP relay; after ses and resend when combined
 //			address HOST:PORT              # required, e.g. smtp.example.com:587
@@ -38,6 +41,7 @@ import (
 //			ca_file PATH                   # PEM CAs to trust instead of the system's
 //			helo NAME                      # default this machine's host name
 //			timeout DURATION               # one send; default 30s
+//			rate N/s|N/m|off               # send pace; default off (unlimited)
 //		}
 //		file DIR                           # development: write .eml files into DIR
 //	}
@@ -119,6 +123,8 @@ func parseSES(d *caddyfile.Dispenser) (*SESConfig, error) {
 			c.Endpoint, err = endpointArg(d)
 		case "timeout":
 			c.Timeout, err = durationArg(d)
+		case "rate":
+			c.Rate, err = rateArg(d)
 		default:
 			err = d.Errf("email ses: unknown option %q", opt)
 		}
@@ -146,6 +152,8 @@ func parseResend(d *caddyfile.Dispenser) (*ResendConfig, error) {
 			c.Endpoint, err = endpointArg(d)
 		case "timeout":
 			c.Timeout, err = durationArg(d)
+		case "rate":
+			c.Rate, err = rateArg(d)
 		default:
 			err = d.Errf("email resend: unknown option %q", opt)
 		}
@@ -186,6 +194,8 @@ func parseSMTP(d *caddyfile.Dispenser) (*SMTPConfig, error) {
 			c.HELO, err = singleArg(d)
 		case "timeout":
 			c.Timeout, err = durationArg(d)
+		case "rate":
+			c.Rate, err = rateArg(d)
 		default:
 			err = d.Errf("email smtp: unknown option %q", opt)
 		}
@@ -209,6 +219,19 @@ func parseSMTP(d *caddyfile.Dispenser) (*SMTPConfig, error) {
 		return nil, d.Errf("email smtp: username and password go together (password {env.SMTP_PASSWORD})")
 	}
 	return c, nil
+}
+
+// rateArg reads a send rate (N/s, N/m or off), checked here so that a typo is reported at
+// its line rather than at provision.
+func rateArg(d *caddyfile.Dispenser) (string, error) {
+	s, err := singleArg(d)
+	if err != nil {
+		return "", err
+	}
+	if _, err := ratelimit.Parse(s); err != nil {
+		return "", d.Errf("%v", err)
+	}
+	return s, nil
 }
 
 // endpointArg reads an http(s) URL, or a placeholder resolved at provision.

@@ -16,6 +16,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers"
 	"github.com/formoutbox/caddy-form-outbox/providers/chain"
 	"github.com/formoutbox/caddy-form-outbox/providers/file"
+	"github.com/formoutbox/caddy-form-outbox/providers/ratelimit"
 	"github.com/formoutbox/caddy-form-outbox/providers/resend"
 	"github.com/formoutbox/caddy-form-outbox/providers/ses"
 	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
@@ -37,6 +38,8 @@ type SESConfig struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// Timeout bounds one send. Default 30s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Rate paces sends: "N/s", "N/m" or "off". Default ses.DefaultRate.
+	Rate string `json:"rate,omitempty"`
 }
 
 // ResendConfig is the JSON twin of `email { resend { ... } }`.
@@ -47,6 +50,8 @@ type ResendConfig struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// Timeout bounds one send. Default 30s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Rate paces sends: "N/s", "N/m" or "off". Default resend.DefaultRate.
+	Rate string `json:"rate,omitempty"`
 }
 
 // SMTPConfig is the JSON twin of `email { smtp { ... } }`. Every value accepts
@@ -69,6 +74,8 @@ type SMTPConfig struct {
 	HELO string `json:"helo,omitempty"`
 	// Timeout bounds one send, connection to the reply after DATA. Default 30s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Rate paces sends: "N/s", "N/m" or "off". Default off: a relay's limits are its own.
+	Rate string `json:"rate,omitempty"`
 }
 
 // buildSender wires the providers: email through SES, Resend and/or SMTP (a failover
@@ -123,7 +130,11 @@ func (a *App) emailProvider() (providers.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, p)
+		paced, err := paced(p, "ses", c.Rate, ses.DefaultRate)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, paced)
 	}
 	if c := ec.Resend; c != nil {
 		p, err := resend.New(resend.Config{
@@ -135,7 +146,11 @@ func (a *App) emailProvider() (providers.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, p)
+		paced, err := paced(p, "resend", c.Rate, resend.DefaultRate)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, paced)
 	}
 	// SMTP comes last, so adding it to a config with SES or Resend changes nothing while
 	// they work: it is the relay of last resort.
@@ -144,12 +159,30 @@ func (a *App) emailProvider() (providers.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, p)
+		paced, err := paced(p, "smtp", c.Rate, ratelimit.Off)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, paced)
 	}
 	if len(list) == 1 {
 		return list[0], nil
 	}
 	return chain.New(list...), nil
+}
+
+// paced wraps p in its configured send rate (rate, or def when unset), so that a backlog
+// drains at the pace the provider accepts rather than into its 429s. Each provider of a
+// chain has its own bucket: a failover to Resend is paced by Resend's rate, not SES's.
+func paced(p providers.Provider, name, rate, def string) (providers.Provider, error) {
+	if rate == "" {
+		rate = def
+	}
+	perSecond, err := ratelimit.Parse(rate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return ratelimit.Wrap(p, perSecond), nil
 }
 
 func newSMTP(c *SMTPConfig, from string, resolve func(string) string) (*smtp.Provider, error) {

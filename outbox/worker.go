@@ -61,9 +61,14 @@ type WorkerConfig struct {
 	Retry         RetryPolicy
 	// Now and After are the clock; tests inject a ManualClock. Defaults time.Now and
 	// time.After. After drives the tick and lease renewals.
-	Now    func() time.Time
-	After  func(time.Duration) <-chan time.Time
-	Logger *zap.Logger
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	// ProcessClock makes the worker use Now as it is, even on a store that has a clock of
+	// its own (a DatabaseClock: PostgreSQL), where by default Now only measures elapsed
+	// time and the database's clock says what time it is (dbclock.go). It is for tests
+	// whose ManualClock sets absolute times, e.g. one instance running ahead of another.
+	ProcessClock bool
+	Logger       *zap.Logger
 	// Notifications makes the worker listen for (and Broadcast send) cross-process
 	// wake-ups when the store implements Notifier. They only accelerate: the tick still
 	// delivers everything with them off.
@@ -155,6 +160,9 @@ type Worker struct {
 	aborted  atomic.Bool
 	running  atomic.Bool
 	lastTick atomic.Int64 // unix nanoseconds of the last pass, by cfg.Now
+	// clock is cfg.Now moved onto the database's clock (dbclock.go): every time the
+	// worker writes to or compares with the store comes from it.
+	clock *dbClock
 }
 
 const (
@@ -174,6 +182,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		freed:    make(chan struct{}, 1),
 		records:  make(chan struct{}, recordsPerSlot*cfg.Concurrency),
 		stopDone: make(chan struct{}),
+	}
+	w.clock = &dbClock{now: cfg.Now, log: w.log}
+	if dc, ok := cfg.Store.(DatabaseClock); ok && !cfg.ProcessClock {
+		w.clock.store = dc
 	}
 	if cfg.Notifications {
 		if n, ok := cfg.Store.(Notifier); ok {
@@ -290,6 +302,7 @@ func (w *Worker) pass(ctx context.Context) {
 			w.cfg.OnPass(claimed)
 		}
 	}()
+	w.clock.sync(ctx)
 	for ctx.Err() == nil {
 		free, ok := w.awaitSlots(ctx)
 		if !ok {
@@ -304,7 +317,7 @@ func (w *Worker) pass(ctx context.Context) {
 			Owner: w.cfg.Owner,
 			Limit: n,
 			Lease: w.cfg.Lease,
-			Now:   w.cfg.Now(),
+			Now:   w.clock.Now(),
 		})
 		if err != nil {
 			w.releaseSlots(n)

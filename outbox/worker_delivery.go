@@ -37,9 +37,9 @@ func (w *Worker) process(d Delivery) {
 	renewDone := make(chan struct{})
 	go w.renew(ctx, d, &lost, cancel, renewDone)
 
-	started := w.cfg.Now()
+	started := w.clock.Now()
 	res, err := w.send(ctx, d)
-	finished := w.cfg.Now()
+	finished := w.clock.Now()
 	cancel() // the send is over: ends the renewals
 	<-renewDone
 	w.records <- struct{}{}
@@ -81,7 +81,7 @@ func (w *Worker) renew(ctx context.Context, d Delivery, lost *atomic.Bool, cance
 		case <-w.cfg.After(w.cfg.Lease / 3):
 		}
 		sctx, cancel := w.storeCtx()
-		err := w.cfg.Store.Renew(sctx, d.ID, d.LeaseToken, w.cfg.Now().Add(w.cfg.Lease))
+		err := w.cfg.Store.Renew(sctx, d.ID, d.LeaseToken, w.clock.Now().Add(w.cfg.Lease))
 		cancel()
 		switch {
 		case err == nil:
@@ -102,7 +102,7 @@ func (w *Worker) renew(ctx context.Context, d Delivery, lost *atomic.Bool, cance
 func (w *Worker) release(d Delivery) {
 	ctx, cancel := w.storeCtx()
 	defer cancel()
-	err := w.cfg.Store.Release(ctx, d.ID, d.LeaseToken, w.cfg.Now())
+	err := w.cfg.Store.Release(ctx, d.ID, d.LeaseToken, w.clock.Now())
 	switch {
 	case err == nil:
 		w.log.Info("released lease of a send cancelled at shutdown", deliveryFields(d)...)

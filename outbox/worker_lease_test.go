@@ -27,7 +27,7 @@ func TestCrashAfterClaim(t *testing.T) {
 		p := fake.New("fake")
 		onPass, passes := passSignal()
 		w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), Lease: testLease,
-			PollInterval: time.Hour, Now: clock.Now, After: clock.After, OnPass: onPass})
+			PollInterval: time.Hour, Now: clock.Now, After: clock.After, ProcessClock: true, OnPass: onPass})
 		if n := awaitPass(t, passes); n != 0 {
 			t.Fatalf("the first pass claimed %d deliveries under a live lease", n)
 		}
@@ -59,7 +59,7 @@ func TestFencingLateWritesAreRejected(t *testing.T) {
 
 		p := fake.New("fake-b")
 		startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), Lease: testLease,
-			PollInterval: time.Hour, Now: clock.Now, After: clock.After})
+			PollInterval: time.Hour, Now: clock.Now, After: clock.After, ProcessClock: true})
 		waitFor(t, 10*time.Second, "B to send", statusIs(t, s, d.ID, outbox.DeliverySent, 2))
 
 		late := []outbox.Completion{
@@ -102,13 +102,13 @@ func TestFencingPausedWorker(t *testing.T) {
 			return nil // A's send "succeeds", too late
 		})
 		a := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(pa), Lease: testLease,
-			PollInterval: time.Hour, Now: clockA.Now, After: clockA.After, ShutdownGrace: time.Minute})
+			PollInterval: time.Hour, Now: clockA.Now, After: clockA.After, ProcessClock: true, ShutdownGrace: time.Minute})
 		waitFor(t, 10*time.Second, "A to be sending", func() bool { return pa.Calls(d.ID.String()) == 1 })
 
 		clockB := outbox.NewManualClock(clockA.Now().Add(testLease + time.Second))
 		pb := fake.New("fake-b")
 		startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(pb), Lease: testLease,
-			PollInterval: time.Hour, Now: clockB.Now, After: clockB.After})
+			PollInterval: time.Hour, Now: clockB.Now, After: clockB.After, ProcessClock: true})
 		waitFor(t, 10*time.Second, "B to send", statusIs(t, s, d.ID, outbox.DeliverySent, 2))
 
 		close(resume)
@@ -140,7 +140,7 @@ func TestLeaseRenewedWhileSending(t *testing.T) {
 		})
 		lease := 90 * time.Second
 		startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), Lease: lease,
-			PollInterval: time.Hour, Now: clock.Now, After: clock.After})
+			PollInterval: time.Hour, Now: clock.Now, After: clock.After, ProcessClock: true})
 		waitFor(t, 10*time.Second, "the send to start", func() bool { return p.Calls(d.ID.String()) == 1 })
 		// Two waiters: the tick and the renewal timer of the running send.
 		waitFor(t, 10*time.Second, "the renewal timer", func() bool { return clock.Waiters() == 2 })
@@ -175,7 +175,7 @@ func TestLeaseLostDuringRenewCancelsTheSend(t *testing.T) {
 		})
 		cs := &countingStore{Store: s}
 		w := startWorker(t, outbox.WorkerConfig{Store: cs, Sender: router(p), Lease: testLease,
-			PollInterval: time.Hour, Now: clock.Now, After: clock.After})
+			PollInterval: time.Hour, Now: clock.Now, After: clock.After, ProcessClock: true})
 		waitFor(t, 10*time.Second, "the send to start", func() bool { return p.Calls(d.ID.String()) == 1 })
 		waitFor(t, 10*time.Second, "the renewal timer", func() bool { return clock.Waiters() == 2 })
 

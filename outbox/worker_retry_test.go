@@ -41,7 +41,7 @@ func TestBackoffDeadLetterAndManualRetry(t *testing.T) {
 		logger, logs := observedLogger()
 		w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), PollInterval: time.Hour,
 			Retry: outbox.RetryPolicy{Base: 30 * time.Second, MaxDelay: time.Hour},
-			Now:   clock.Now, After: clock.After, Logger: logger,
+			Now:   clock.Now, After: clock.After, ProcessClock: true, Logger: logger,
 			OnDead: func(d outbox.Delivery) { dead <- d }})
 
 		// Attempt n fails at clock.Now() and is scheduled base*2^(n-1) later, +-20%.
@@ -189,7 +189,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		p.Fail(func(providers.Message) error {
 			return &providers.Error{Class: providers.Temporary, HTTPStatus: 429, RetryAfter: 2 * time.Hour, Err: errors.New("slow down")}
 		})
-		startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), PollInterval: time.Hour, Now: clock.Now, After: clock.After})
+		startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), PollInterval: time.Hour, Now: clock.Now, After: clock.After, ProcessClock: true})
 		waitFor(t, 10*time.Second, "a failed attempt", statusIs(t, s, d.ID, outbox.DeliveryFailed, 1))
 		if got := getDelivery(t, s, d.ID).NextAttemptAt; !got.Equal(clock.Now().Add(2 * time.Hour)) {
 			t.Fatalf("next attempt at %v, want %v (Retry-After)", got, clock.Now().Add(2*time.Hour))
@@ -216,7 +216,7 @@ func TestMaxAttemptsDefaultsByChannel(t *testing.T) {
 			p := fake.New("fake")
 			p.Fail(func(providers.Message) error { return errors.New("down") })
 			w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), PollInterval: time.Hour,
-				Now: clock.Now, After: clock.After, Retry: outbox.RetryPolicy{Base: time.Second, MaxDelay: time.Second, Jitter: -1}})
+				Now: clock.Now, After: clock.After, ProcessClock: true, Retry: outbox.RetryPolicy{Base: time.Second, MaxDelay: time.Second, Jitter: -1}})
 			for n := 1; n < tc.budget; n++ {
 				waitFor(t, 10*time.Second, tc.route+" failed attempt", statusIs(t, s, d.ID, outbox.DeliveryFailed, n))
 				clock.Advance(time.Second)

@@ -74,7 +74,7 @@ func TestTickDeliversWithNotificationsOff(t *testing.T) {
 		p := fake.New("fake")
 		onPass, passes := passSignal()
 		startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), PollInterval: time.Minute,
-			Now: clock.Now, After: clock.After, OnPass: onPass})
+			Now: clock.Now, After: clock.After, ProcessClock: true, OnPass: onPass})
 		awaitPass(t, passes)
 		waitFor(t, 10*time.Second, "the worker to wait for its tick", func() bool { return clock.Waiters() == 1 })
 

@@ -21,6 +21,10 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers"
 )
 
+// DefaultRate is Resend's default API rate limit, 2 requests a second: sends are paced to
+// it (providers/ratelimit) unless configured.
+const DefaultRate = "2/s"
+
 // DefaultTimeout bounds one send. Past it, after the request was written, the outcome
 // is Ambiguous.
 const DefaultTimeout = 30 * time.Second

@@ -94,6 +94,7 @@ type Server struct {
 	*fakehttp.Server // Requests, Count, WaitCount, URL, Refuse, Resume, Close
 	ids              atomic.Int64
 	sent             fakehttp.Log[Sent]
+	quota            atomic.Pointer[fakehttp.Quota]
 
 	mu     sync.Mutex
 	apiKey string
@@ -109,6 +110,18 @@ func New() *Server {
 	}
 	s.Server = srv
 	return s
+}
+
+// EnforceRate refuses requests beyond perSecond sustained (a second's burst allowed) as
+// Resend answers rate_limit_exceeded (429) past its API limit, before the script is asked.
+func (s *Server) EnforceRate(perSecond float64) { s.quota.Store(fakehttp.NewQuota(perSecond)) }
+
+// Throttled is how many requests EnforceRate refused.
+func (s *Server) Throttled() int {
+	if q := s.quota.Load(); q != nil {
+		return q.Refused()
+	}
+	return 0
 }
 
 // URL is the base URL to configure (`endpoint` / resend.Config.Endpoint).
@@ -137,6 +150,9 @@ func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []
 		case got != want:
 			return errorAnswer(InvalidAPIKey())
 		}
+	}
+	if q := s.quota.Load(); q != nil && !q.Allow(r.At) {
+		return errorAnswer(RateLimited("1"))
 	}
 	reply := s.Next(n, r)
 	switch {

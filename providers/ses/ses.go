@@ -24,6 +24,10 @@ import (
 // so a timeout after the request was written is Ambiguous.
 const DefaultTimeout = 30 * time.Second
 
+// DefaultRate is SES's default sending quota for an account out of the sandbox, 14
+// messages a second: sends are paced to it (providers/ratelimit) unless configured.
+const DefaultRate = "14/s"
+
 // DefaultTagName names the EmailTag that carries the delivery id, so SES event
 // destinations (bounces, complaints) can be traced back to the outbox row.
 const DefaultTagName = "outbox_id"

@@ -123,6 +123,7 @@ type Server struct {
 	*fakehttp.Server // Requests, Count, WaitCount, URL, Refuse, Resume, Close
 	ids              atomic.Int64
 	sent             fakehttp.Log[Sent]
+	quota            atomic.Pointer[fakehttp.Quota]
 }
 
 // New starts a fake SES on a free loopback port. It panics if it cannot listen.
@@ -136,12 +137,27 @@ func New() *Server {
 	return s
 }
 
+// EnforceRate refuses requests beyond perSecond sustained (a second's burst allowed) as
+// SES answers TooManyRequestsException (429) past the account's maximum send rate, before the script is asked.
+func (s *Server) EnforceRate(perSecond float64) { s.quota.Store(fakehttp.NewQuota(perSecond)) }
+
+// Throttled is how many requests EnforceRate refused.
+func (s *Server) Throttled() int {
+	if q := s.quota.Load(); q != nil {
+		return q.Refused()
+	}
+	return 0
+}
+
 // URL is the endpoint to configure (`endpoint` / ses.Config.Endpoint).
 func (s *Server) URL() string { return s.Server.URL() }
 
 func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
 	if r.Method != http.MethodPost || r.Path != Path {
 		return errorAnswer(Reply{Status: 404, Type: "UnknownOperationException", Message: "no such operation " + r.Method + " " + r.Path})
+	}
+	if q := s.quota.Load(); q != nil && !q.Allow(r.At) {
+		return errorAnswer(Throttling())
 	}
 	reply := s.Next(n, r)
 	switch {

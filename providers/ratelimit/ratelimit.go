@@ -1,0 +1,125 @@
+// Package ratelimit paces sends to a provider's published rate, so that a backlog (the
+// queue after an outage) drains at the rate the provider accepts instead of in a burst
+// it answers with 429s, each of which costs an attempt and a backoff.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/providers"
+)
+
+// Off is the rate text that turns pacing off.
+const Off = "off"
+
+// Parse reads a rate written "N/s" or "N/m" (N may have a fraction, e.g. 0.5/s), or
+// "off". It returns sends per second; 0 means unlimited.
+func Parse(s string) (float64, error) {
+	if s == Off {
+		return 0, nil
+	}
+	num, unit, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("rate %q: want N/s, N/m or off", s)
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 || n > 1e6 {
+		return 0, fmt.Errorf("rate %q: %q is not a positive number of sends", s, num)
+	}
+	switch unit {
+	case "s":
+		return n, nil
+	case "m":
+		return n / 60, nil
+	default:
+		return 0, fmt.Errorf("rate %q: unit %q: want s or m", s, unit)
+	}
+}
+
+// Bucket is a token bucket holding one token: sends are spaced 1/rate apart, never
+// bunched, so a provider that counts requests per second (SES, Resend) never sees more
+// than rate in any second. Each Wait reserves the next free slot, so waiters are served
+// in the order they arrived and none waits longer than the queue ahead of it implies.
+type Bucket struct {
+	interval time.Duration
+	now      func() time.Time
+	after    func(time.Duration) <-chan time.Time
+
+	mu   sync.Mutex
+	next time.Time // the earliest time the next send may start
+}
+
+// NewBucket paces to perSecond sends a second (it must be positive). now and after are
+// the clock, time.Now and time.After when nil; tests pass a manual clock.
+func NewBucket(perSecond float64, now func() time.Time, after func(time.Duration) <-chan time.Time) *Bucket {
+	if now == nil {
+		now = time.Now
+	}
+	if after == nil {
+		after = time.After
+	}
+	return &Bucket{interval: time.Duration(float64(time.Second) / perSecond), now: now, after: after}
+}
+
+// Wait returns once the caller may send, or ctx's error when ctx ends first; a caller
+// that gives up hands its slot back to those behind it only if none was taken after it,
+// which keeps the spacing of the later ones.
+func (b *Bucket) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	now := b.now()
+	at := b.next
+	if at.Before(now) {
+		at = now
+	}
+	b.next = at.Add(b.interval)
+	b.mu.Unlock()
+	wait := at.Sub(now)
+	if wait <= 0 {
+		return ctx.Err()
+	}
+	select {
+	case <-b.after(wait):
+		return nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		if b.next.Equal(at.Add(b.interval)) {
+			b.next = at
+		}
+		b.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// Provider sends through Next once Bucket allows. A send cut short while waiting was
+// never made, so it fails as temporary.
+type Provider struct {
+	Next   providers.Provider
+	Bucket *Bucket
+}
+
+// Wrap paces p to perSecond sends a second; perSecond 0 returns p unchanged.
+func Wrap(p providers.Provider, perSecond float64) providers.Provider {
+	if perSecond <= 0 {
+		return p
+	}
+	return &Provider{Next: p, Bucket: NewBucket(perSecond, nil, nil)}
+}
+
+// Name is the wrapped provider's.
+func (p *Provider) Name() string { return p.Next.Name() }
+
+// Send waits for the bucket, then sends.
+func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Result, error) {
+	if err := p.Bucket.Wait(ctx); err != nil {
+		return providers.Result{Provider: p.Next.Name()}, &providers.Error{Class: providers.Temporary, Code: "rate_wait",
+			Err: fmt.Errorf("waiting for the send rate of %s: %w", p.Next.Name(), err)}
+	}
+	return p.Next.Send(ctx, m)
+}
+
+var _ providers.Provider = (*Provider)(nil)
