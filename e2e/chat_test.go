@@ -82,6 +82,7 @@ func chatDeliveryOf(t *testing.T, db *sql.DB, marker, status string) chatDeliver
 // guard matched goes to the fallback, and the bot token reaches neither the log nor the
 // database.
 func TestChatChannelsEndToEnd(t *testing.T) {
+	t.Parallel()
 	tg := telegramfake.New(telegramToken)
 	defer tg.Close()
 	sl, dc, tm := slackfake.New(), discordfake.New(), teamsfake.New()
