@@ -201,6 +201,7 @@ func (p *caddyProc) waitMetric(t *testing.T, want float64, name string, labels .
 // SQLite: lookups, error statuses, release of a quarantined submission, retry of a dead
 // webhook, erasure, and the metrics that move with them.
 func TestAdminAPIAndCLI(t *testing.T) {
+	t.Parallel()
 	hook := newSwitchable(t, http.StatusGone)
 	dir := t.TempDir()
 	p := newCaddy(t, caddyOpts{Dir: dir, Caddyfile: adminConfig("sqlite {{DIR}}/forms.db", hook.srv.URL)})
@@ -368,6 +369,7 @@ func TestAdminAPIAndCLI(t *testing.T) {
 // submissions of 4 KiB each and exports them: every row arrives, and the process's peak
 // memory grows by far less than the export's size, which whole-table buffering could not do.
 func TestAdminExportStreamsTenThousandSubmissions(t *testing.T) {
+	t.Parallel()
 	hook := newSwitchable(t, http.StatusOK)
 	dir := t.TempDir()
 	p := newCaddy(t, caddyOpts{Dir: dir, Caddyfile: adminConfig("sqlite {{DIR}}/forms.db", hook.srv.URL)})
@@ -456,6 +458,7 @@ func procStatusKB(t *testing.T, p *caddyProc, field string) int {
 // TestAdminHealthFollowsPostgres stops and restarts a PostgreSQL cluster of the test's own
 // under a running Caddy: health answers 503 while it is down and 200 once it is back.
 func TestAdminHealthFollowsPostgres(t *testing.T) {
+	t.Parallel()
 	pg := newPGCluster(t)
 	hook := newSwitchable(t, http.StatusOK)
 	p := newCaddy(t, caddyOpts{Caddyfile: adminConfig("postgres "+pg.DSN(), hook.srv.URL)})

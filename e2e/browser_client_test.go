@@ -195,6 +195,7 @@ func acceptedWith(t *testing.T, db *sql.DB, marker string) []storedSubmission {
 }
 
 func TestBrowserClientOfflineAtSubmit(t *testing.T) {
+	t.Parallel()
 	p, db, ctx, marker := browserTest(t, "", true)
 	fill(t, ctx, p, marker)
 	setOffline(t, ctx, true)
@@ -212,6 +213,7 @@ func TestBrowserClientOfflineAtSubmit(t *testing.T) {
 }
 
 func TestBrowserClientReloadWhileOffline(t *testing.T) {
+	t.Parallel()
 	p, db, ctx, marker := browserTest(t, "", true)
 	fill(t, ctx, p, marker)
 	stop := failFormPosts(t, ctx)
@@ -248,6 +250,7 @@ func TestBrowserClientReloadWhileOffline(t *testing.T) {
 // never learns the outcome. After the restart the client's retry, with the same key,
 // must not make a second submission.
 func TestBrowserClientCaddyKilledWhilePostInFlight(t *testing.T) {
+	t.Parallel()
 	p, db, ctx, marker := browserTest(t, "", true)
 	fill(t, ctx, p, marker)
 	paused := chromedp.Events(ctx, fetch.RequestPaused)
@@ -285,6 +288,7 @@ func TestBrowserClientCaddyKilledWhilePostInFlight(t *testing.T) {
 }
 
 func TestBrowserClientFieldErrorsThenCorrected(t *testing.T) {
+	t.Parallel()
 	p, db, ctx, marker := browserTest(t, "", true)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(p.URL("/")),
@@ -318,6 +322,7 @@ func TestBrowserClientFieldErrorsThenCorrected(t *testing.T) {
 }
 
 func TestBrowserClientWaitsOutTheRateLimit(t *testing.T) {
+	t.Parallel()
 	p, db, ctx, marker := browserTest(t, "rate_limit 1 4s", true)
 	fill(t, ctx, p, marker)
 	// Use up this address's one post per window, as an earlier message would have.
@@ -334,6 +339,7 @@ func TestBrowserClientWaitsOutTheRateLimit(t *testing.T) {
 }
 
 func TestBrowserClientWithoutJavaScriptPlainPostWorks(t *testing.T) {
+	t.Parallel()
 	p, db, ctx, marker := browserTest(t, "", false)
 	fill(t, ctx, p, marker)
 	clickSend(t, ctx)

@@ -154,6 +154,7 @@ func (c *chaosClient) post(ctx context.Context, key string) {
 // fails 20% of requests. After a bounded drain: 0 submissions lost, 0 duplicated, every
 // delivery sent or dead with a reason, and duplicate sends within the ambiguous attempts.
 func TestChaosNothingLost(t *testing.T) {
+	t.Parallel()
 	n := chaosDefaultSubmissions
 	if v := os.Getenv(EnvChaosSubmissions); v != "" {
 		var err error

@@ -97,6 +97,7 @@ func startChatCaddy(t *testing.T) (*telegramfake.Server, *slackfake.Server, *dis
 // guard matched goes to the fallback, and the bot token reaches neither the log nor the
 // database.
 func TestChatChannelsEndToEnd(t *testing.T) {
+	t.Parallel()
 	tg, sl, dc, tm, p, db := startChatCaddy(t)
 
 	post := func(topic, marker string) {

@@ -18,6 +18,7 @@ func runCaddy(t *testing.T, args ...string) (string, error) {
 // verb is refused by name instead of being ignored, so `list --format csv` cannot
 // silently print a table.
 func TestCLIVerbsRefuseOtherVerbsFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"list", "--format", "csv"},
 		{"status", "--form", "contact"},
@@ -39,6 +40,7 @@ func TestCLIVerbsRefuseOtherVerbsFlags(t *testing.T) {
 // `caddy form-outbox VERB --help` describes that verb and lists only its flags (the
 // shared ones under Global Flags).
 func TestCLIHelpPerVerb(t *testing.T) {
+	t.Parallel()
 	for verb, c := range map[string]struct{ has, hasNot []string }{
 		"list":   {has: []string{"--form", "--status", "--deliveries", "--cursor", "--json", "--address"}, hasNot: []string{"--format", "--spool"}},
 		"export": {has: []string{"--format", "--form", "--address"}, hasNot: []string{"--json", "--deliveries", "--cursor"}},

@@ -70,6 +70,7 @@ func (p *caddyProc) cliOnTerminal(t *testing.T, args ...string) string {
 // in NDJSON (which then still parses to the stored values) and in CSV; the same export
 // into a pipe is the exact data (TestCLIEscapesControlCharacters in cli_terminal_test.go).
 func TestCLIExportToTerminalEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
 	hook := newSwitchable(t, http.StatusOK)
 	p := newCaddy(t, caddyOpts{Caddyfile: adminConfig("sqlite {{DIR}}/forms.db", hook.srv.URL)})
 	postWithHeaders(t, p, "/contact", url.Values{"name": {hostileName}, "message": {hostileMessage}}, nil)

@@ -31,6 +31,7 @@ func assertNoControls(t *testing.T, what, out string) {
 // `show` and `list --json` print escapes in its place, JSON that stays JSON with the
 // same values, while an export into a pipe or file stays the exact data.
 func TestCLIEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
 	hook := newSwitchable(t, http.StatusOK)
 	p := newCaddy(t, caddyOpts{Caddyfile: adminConfig("sqlite {{DIR}}/forms.db", hook.srv.URL)})
 	id := postWithHeaders(t, p, "/contact", url.Values{"name": {hostileName}, "message": {hostileMessage}},

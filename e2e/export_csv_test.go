@@ -15,6 +15,7 @@ import (
 // referer and user agent columns as in the fields; the NDJSON export keeps the values
 // exact; the CLI's CSV is the API's.
 func TestAdminCSVExportNeutralisesFormulaCells(t *testing.T) {
+	t.Parallel()
 	hook := newSwitchable(t, http.StatusOK)
 	p := newCaddy(t, caddyOpts{Caddyfile: adminConfig("sqlite {{DIR}}/forms.db", hook.srv.URL)})
 	const (

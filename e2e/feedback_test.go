@@ -115,6 +115,7 @@ type feedbackDeliveryJSON struct {
 // delivery shows dead/bounced in the admin API and in metrics; the address is then
 // suppressed, so the next submission is not sent, until an operator removes it.
 func TestFeedbackSESBounceKillsDelivery(t *testing.T) {
+	t.Parallel()
 	ses := sesfake.New()
 	defer ses.Close()
 	signer, caFile := newSNSSigner(t)

@@ -57,6 +57,7 @@ const (
 // other 15,000 are answered 429, of which at most max_stored are kept as quarantined.
 // Memory stays bounded and every legitimate post is stored accepted.
 func TestFloodFromManyClients(t *testing.T) {
+	t.Parallel()
 	p := newCaddy(t, caddyOpts{Caddyfile: floodCaddyfile})
 	origin := strings.TrimSuffix(p.URL(""), "/")
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64},

@@ -79,6 +79,7 @@ func browserPost(t *testing.T, p *caddyProc, page string, visitor map[string]str
 }
 
 func TestFormspreeHTMLFormUnchanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	port := freePort(t)
 	page := strings.ReplaceAll(formspreePage, "{{HTTP}}", fmt.Sprint(port))

@@ -56,15 +56,36 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// handedOut holds every port freePort returned in this process. The tests run in
+// parallel, and a port is free only until its user binds it (a Caddy starting, a
+// PostgreSQL cluster restarted on the port it had): the kernel may offer a port handed
+// out a moment ago to the next listener, so freePort never returns one twice.
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
+// freePort returns a loopback TCP port that was free a moment ago and that no other
+// caller in this process got.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			if handedOut.ports == nil {
+				handedOut.ports = map[int]bool{}
+			}
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // caddyProc is one running Caddy process with its own data directory and ports.

@@ -65,6 +65,7 @@ const inboxPassword = "correct horse battery staple"
 // TestInboxInBrowser drives the operator's inbox in Debian's Chromium against a built
 // Caddy, on SQLite and on PostgreSQL.
 func TestInboxInBrowser(t *testing.T) {
+	t.Parallel()
 	hash, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
 	if err != nil {
 		t.Fatalf("caddy hash-password: %v", err)

@@ -32,6 +32,7 @@ http://127.0.0.1:{{HTTP}} {
 // it, not when the auth server lets it through without naming a user, and not on a path
 // the forward_auth's matcher misses.
 func TestInboxForwardAuthHeaderTrust(t *testing.T) {
+	t.Parallel()
 	authSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Header.Get("Authorization") {
 		case "Bearer alice":

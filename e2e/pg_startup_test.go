@@ -64,6 +64,7 @@ func pgHealth(t *testing.T, p *caddyProc) (int, string) {
 // Caddy with a DSN whose port has no server starts (and spools) but says once, at start,
 // what is wrong, without the DSN's password; health answers 503 with the same cause.
 func TestPostgresWrongPortWarnsOnceAtStart(t *testing.T) {
+	t.Parallel()
 	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens there now
 	dsn := "postgres://forms:hunter2-secret@" + closed + "/forms?sslmode=disable"
 	p := newCaddy(t, caddyOpts{Caddyfile: fmt.Sprintf(pgStartupCaddyfile, dsn)})
@@ -87,6 +88,7 @@ func TestPostgresWrongPortWarnsOnceAtStart(t *testing.T) {
 // A DSN naming a database that does not exist on the server gets the same single warning,
 // naming the database; health stays 503 until the database is created, then answers 200.
 func TestPostgresMissingDatabaseWarnsAndHealthRecovers(t *testing.T) {
+	t.Parallel()
 	base := storetest.PostgresDSN(t)
 	u, err := url.Parse(base)
 	if err != nil {

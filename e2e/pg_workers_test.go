@@ -213,6 +213,7 @@ func queryDeliveries(t *testing.T, conn *pgx.Conn) pgDeliveries {
 // delivered exactly once; then a kill -9 of one while it holds leases, after which the
 // other completes its deliveries once the leases expire.
 func TestPostgresTwoInstancesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	pc := storetest.NewPostgresSchemaName(t)
 	recv := newReceiver(t)
 	hook := recv.srv.URL + "/hook"

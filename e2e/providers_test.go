@@ -100,6 +100,7 @@ func sentDelivery(t *testing.T, db *sql.DB, marker string) (id, provider string)
 // SES; with SES failing temporarily, the next post goes out through Resend, once, in the
 // same attempt; each attempt row names its provider.
 func TestProvidersSESThenResend(t *testing.T) {
+	t.Parallel()
 	sesFake := sesfake.New()
 	defer sesFake.Close()
 	resendFake := resendfake.New()

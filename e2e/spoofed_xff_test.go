@@ -29,6 +29,7 @@ http://127.0.0.1:{{HTTP}} {
 `
 
 func TestSpoofedForwardedForDoesNotEscapeTheRateLimit(t *testing.T) {
+	t.Parallel()
 	p := newCaddy(t, caddyOpts{Caddyfile: spoofCaddyfile})
 	var codes []int
 	var stored []string

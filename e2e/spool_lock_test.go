@@ -32,6 +32,7 @@ http://127.0.0.1:{{HTTP}} {
 // naming the holder, rather than appending to the same segments; once the holder is
 // killed (-9: no cleanup runs) the directory is free.
 func TestSecondCaddyOnOneSpoolDirectoryRefusesToStart(t *testing.T) {
+	t.Parallel()
 	spoolDir := filepath.Join(t.TempDir(), "shared-spool")
 	cf := fmt.Sprintf(spoolLockCaddyfile, spoolDir)
 	a := newCaddy(t, caddyOpts{Caddyfile: cf})
@@ -66,6 +67,7 @@ func TestSecondCaddyOnOneSpoolDirectoryRefusesToStart(t *testing.T) {
 // so they must pass next to a running Caddy that holds the spool directory's lock: an
 // operator checks the config they are about to reload into that very Caddy.
 func TestValidateAndAdaptSucceedWhileCaddyRuns(t *testing.T) {
+	t.Parallel()
 	spoolDir := filepath.Join(t.TempDir(), "shared-spool")
 	a := newCaddy(t, caddyOpts{Caddyfile: fmt.Sprintf(spoolLockCaddyfile, spoolDir)})
 	for _, args := range [][]string{

@@ -82,6 +82,7 @@ func storedIDs(dsn string) map[string]bool {
 // (kill -9) and comes up without the database, and once PostgreSQL is back every
 // answered submission is stored and delivered.
 func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
+	t.Parallel()
 	pg := newPGCluster(t)
 	hook := newReceiver(t)
 	cf := strings.NewReplacer("{{DSN}}", pg.DSN(), "{{HOOK}}", hook.srv.URL).Replace(spoolCaddyfile)

@@ -141,6 +141,7 @@ func deliveredOrDue(s string) bool {
 }
 
 func TestSQLiteIntakeThroughCaddy(t *testing.T) {
+	t.Parallel()
 	p := newCaddy(t, caddyOpts{Caddyfile: sqliteCaddyfile})
 	dbPath := filepath.Join(p.dir, "forms.db")
 
@@ -246,6 +247,7 @@ func TestSQLiteIntakeThroughCaddy(t *testing.T) {
 // TestSQLiteKill9AfterAnswer proves "answered means stored": SIGKILL right after a 303
 // loses neither the submission nor its deliveries.
 func TestSQLiteKill9AfterAnswer(t *testing.T) {
+	t.Parallel()
 	p := newCaddy(t, caddyOpts{Caddyfile: sqliteCaddyfile})
 	const n = 5
 	for i := 0; i < n; i++ {
@@ -272,6 +274,7 @@ func TestSQLiteKill9AfterAnswer(t *testing.T) {
 // TestNoGlobalBlockUsesDataDir: the directive alone works, storing in SQLite under
 // Caddy's data directory.
 func TestNoGlobalBlockUsesDataDir(t *testing.T) {
+	t.Parallel()
 	p := newCaddy(t, caddyOpts{Caddyfile: `{
 	admin 127.0.0.1:{{ADMIN}}
 }

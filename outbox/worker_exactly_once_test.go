@@ -24,6 +24,7 @@ func TestExactlyOnceWithoutFaults(t *testing.T) {
 	})
 
 	t.Run("postgres/two_pools", func(t *testing.T) {
+		t.Parallel()
 		cfg := storetest.NewPostgresSchema(t)
 		s1 := storetest.OpenPostgresAt(t, cfg)
 		s2 := storetest.OpenPostgresAt(t, cfg)

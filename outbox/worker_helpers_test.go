@@ -17,10 +17,14 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers/fake"
 )
 
-// forEachStore runs fn against a fresh store of every implementation.
+// forEachStore runs fn against a fresh store of every implementation, the stores side
+// by side: each has its own file or schema, clock and provider, so they share nothing.
 func forEachStore(t *testing.T, fn func(t *testing.T, s outbox.Store)) {
 	for name, open := range storetest.Stores() {
-		t.Run(name, func(t *testing.T) { fn(t, open(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, open(t))
+		})
 	}
 }
 

@@ -87,7 +87,7 @@ func countRows(t testing.TB, s outbox.Store, table string) int {
 	return n
 }
 
-var _ = register("GroupCommitConcurrentIdempotency", func(t *testing.T, s outbox.Store) {
+var _ = registerAlone("GroupCommitConcurrentIdempotency", func(t *testing.T, s outbox.Store) {
 	const (
 		callers = 64
 		each    = 500

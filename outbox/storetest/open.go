@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -101,25 +102,39 @@ func NewPostgresSchema(t testing.TB) pgstore.Config {
 func NewPostgresSchemaName(t testing.TB) pgstore.Config {
 	t.Helper()
 	dsn := PostgresDSN(t)
+	schema := randomSchemaName(t)
+	t.Cleanup(func() {
+		if err := dropSchema(dsn, schema); err != nil {
+			t.Error(err)
+		}
+	})
+	return pgstore.Config{DSN: dsn, Schema: schema}
+}
+
+// randomSchemaName returns a schema name no other test (of this run or of a parallel
+// one on the same server) will pick.
+func randomSchemaName(t testing.TB) string {
+	t.Helper()
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("random schema name: %v", err)
 	}
-	schema := "form_outbox_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: connect: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return pgstore.Config{DSN: dsn, Schema: schema}
+	return "form_outbox_test_" + hex.EncodeToString(b[:])
+}
+
+// dropSchema drops schema and everything in it, if it exists.
+func dropSchema(dsn, schema string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("drop schema %s: connect: %w", schema, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		return fmt.Errorf("drop schema %s: %w", schema, err)
+	}
+	return nil
 }
 
 // OpenPostgresAt opens a store on cfg, closed at cleanup.
