@@ -190,3 +190,48 @@ func TestChatPayloadStoredOnEveryStore(t *testing.T) {
 		})
 	}
 }
+
+// TestNoRouteMatchedOnEveryStore: on SQLite and PostgreSQL, a post no guard lets through
+// (and no fallback) is stored accepted with the reason no_route_matched, a
+// submission.unrouted event and no delivery; one that matches is stored with the
+// deliveries of exactly the routes whose guards hold.
+func TestNoRouteMatchedOnEveryStore(t *testing.T) {
+	for name, open := range storetest.Stores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			store := open(t)
+			c := routedConfig(t, false)
+			res := mustParse(t, c, postForm(form("topic", "other", "message", "hello")))
+			if _, err := outbox.Accept(ctx, store, res.Submission, res.Deliveries); err != nil {
+				t.Fatal(err)
+			}
+			sub, err := store.GetSubmission(ctx, res.Submission.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := store.ListDeliveries(ctx, res.Submission.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sub.Status != outbox.SubmissionAccepted || sub.Reason != outbox.ReasonNoRouteMatched || len(ds) != 0 {
+				t.Fatalf("unrouted: status %s reason %q, %d deliveries", sub.Status, sub.Reason, len(ds))
+			}
+			evs, err := store.ListEvents(ctx, outbox.EventUnrouted, 10)
+			if err != nil || len(evs) != 1 || evs[0].SubmissionID != res.Submission.ID {
+				t.Fatalf("unrouted events %+v, %v", evs, err)
+			}
+
+			res = mustParse(t, c, postForm(form("topic", "sales", "message", "URGENT please")))
+			if _, err := outbox.Accept(ctx, store, res.Submission, res.Deliveries); err != nil {
+				t.Fatal(err)
+			}
+			ds, err = store.ListDeliveries(ctx, res.Submission.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := routesOf(ds); !slices.Equal(got, []string{"sales sales@example.com", "urgent -100123"}) {
+				t.Fatalf("routed deliveries %v", got)
+			}
+		})
+	}
+}
