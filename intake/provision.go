@@ -122,8 +122,7 @@ var telegramChatID = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4
 
 // absoluteHTTP reports an absolute http(s) URL with a host and no control characters.
 func absoluteHTTP(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && !hasControl(s) && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	return !hasControl(s) && CheckHTTPURL(s) == nil
 }
 
 func (c *Config) provisionRoutes() error {
