@@ -29,6 +29,10 @@ func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, e
 		return r, d.Errf("notify %s: missing webhook URL", ch)
 	}
 	if ch == outbox.ChannelTelegram {
+		// Checked here as well as at provision, so that the error names this line.
+		if err := intake.CheckTelegramChatID(d.Val()); err != nil {
+			return r, d.Errf("notify %v", err)
+		}
 		r.ChatID = d.Val()
 	} else {
 		// The URL is the credential, so the error does not repeat it.

@@ -32,6 +32,16 @@ func CheckHTTPURL(s string) error {
 	return nil
 }
 
+// CheckTelegramChatID accepts what a Bot API chat_id may be: a number (negative for
+// groups) or a public channel's @username. A chat id is no secret, so the error repeats
+// it.
+func CheckTelegramChatID(s string) error {
+	if !telegramChatID.MatchString(s) {
+		return fmt.Errorf("telegram chat id %q: want a number such as -100123 or a public @channelname", s)
+	}
+	return nil
+}
+
 // CheckInboxURL accepts the operator's inbox address (Config.InboxURL): an absolute
 // http(s) URL without query or fragment, since notification emails append a
 // submission's path to it and are read far from this server.

@@ -209,8 +209,8 @@ func (c *Config) provisionRoutes() error {
 			if len(r.To) != 0 || r.URL != "" || r.Secret != "" || len(r.Headers) != 0 {
 				return fmt.Errorf("notify %s: telegram routes take a chat id, a token and an endpoint only", r.Name)
 			}
-			if !telegramChatID.MatchString(r.ChatID) {
-				return fmt.Errorf("notify %s: telegram chat id %q: want a number such as -100123 or a public @channelname", r.Name, r.ChatID)
+			if err := CheckTelegramChatID(r.ChatID); err != nil {
+				return fmt.Errorf("notify %s: %w", r.Name, err)
 			}
 			if strings.TrimSpace(r.Token) == "" {
 				return fmt.Errorf("notify %s: telegram needs the bot's token (token {env.TELEGRAM_TOKEN})", r.Name)
