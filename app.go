@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/internal/senders"
 	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -148,6 +149,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 	if err := a.checkNumbers(); err != nil {
 		return err
+	}
+	if a.InboxURL != "" {
+		if err := intake.CheckInboxURL(a.InboxURL); err != nil {
+			return fmt.Errorf("form_outbox: inbox_url %v", err)
+		}
 	}
 	sc, err := resolvedStorage(a.Storage)
 	if err != nil {
