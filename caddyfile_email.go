@@ -9,6 +9,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/providers/ratelimit"
 	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
+	"github.com/formoutbox/caddy-form-outbox/providers/webhook"
 )
 
 // parseEmail reads the global `email` block:
@@ -261,7 +262,7 @@ func parseWebhookHeader(d *caddyfile.Dispenser, r *intake.Route) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	if err := checkWebhookHeader(name, value); err != nil {
+	if err := webhook.CheckHeader(name, value); err != nil {
 		return d.Errf("notify webhook: %v", err)
 	}
 	if r.Headers == nil {
