@@ -13,10 +13,11 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/internal/senders"
 	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
-	"github.com/formoutbox/caddy-form-outbox/providers/telegram"
 )
 
 // DefaultFrom is the sender of development (.eml file) email when `email { from }` is
@@ -62,10 +63,9 @@ type App struct {
 	from      string
 	mailDir   string
 
-	secretsMu sync.RWMutex
-	secrets   map[string]string            // webhook URL -> signing secret, registered by handlers
-	headers   map[string]map[string]string // webhook URL -> extra headers (sender.go)
-	bots      map[string]telegram.Bot      // Telegram chat id -> its bot (sender_chat.go)
+	// registry holds the webhook secrets and headers and the Telegram bots the form
+	// handlers register (handler.go), looked up by the providers at send time.
+	registry senders.Registry
 
 	emailProviderName string
 
@@ -146,10 +146,14 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
-	a.secrets = make(map[string]string)
 
 	if err := a.checkNumbers(); err != nil {
 		return err
+	}
+	if a.InboxURL != "" {
+		if err := intake.CheckInboxURL(a.InboxURL); err != nil {
+			return fmt.Errorf("form_outbox: inbox_url %v", err)
+		}
 	}
 	sc, err := resolvedStorage(a.Storage)
 	if err != nil {
@@ -323,26 +327,6 @@ func (a *App) Cleanup() error {
 		}
 	}
 	return err
-}
-
-// registerWebhookSecret records the signing secret of a webhook URL for the webhook
-// provider. Two forms may notify one URL only with the same secret: the receiver checks
-// one key per endpoint.
-func (a *App) registerWebhookSecret(url, secret string) error {
-	a.secretsMu.Lock()
-	defer a.secretsMu.Unlock()
-	if old, ok := a.secrets[url]; ok && old != secret {
-		return fmt.Errorf("webhook %s is configured with two different secrets", url)
-	}
-	a.secrets[url] = secret
-	return nil
-}
-
-// webhookSecret is the webhook provider's Secret hook.
-func (a *App) webhookSecret(url string) string {
-	a.secretsMu.RLock()
-	defer a.secretsMu.RUnlock()
-	return a.secrets[url]
 }
 
 // Interface guards.

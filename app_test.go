@@ -129,3 +129,22 @@ func TestEmailFromIsRequiredWithARealProvider(t *testing.T) {
 		t.Errorf("file provider sender %q, want %q", a.from, DefaultFrom)
 	}
 }
+
+// A JSON config's inbox_url gets the check the Caddyfile's gets (intake.CheckInboxURL):
+// a relative or query-carrying URL would put dead links in every notification email.
+func TestInboxURLIsCheckedAtProvision(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	for _, bad := range []string{"/inbox", "https://example.com/inbox?x=1"} {
+		a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, InboxURL: bad}
+		err := a.Provision(testContext(t))
+		a.Cleanup()
+		if err == nil || !strings.Contains(err.Error(), "form_outbox: inbox_url ") || !strings.Contains(err.Error(), "want an absolute http(s) URL without query") {
+			t.Errorf("inbox_url %q: provision error %v, want the inbox_url check", bad, err)
+		}
+	}
+	a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, InboxURL: "https://example.com/inbox"}
+	if err := a.Provision(testContext(t)); err != nil {
+		t.Fatalf("inbox_url https://example.com/inbox: %v", err)
+	}
+	a.Cleanup()
+}

@@ -2,9 +2,6 @@ package formoutbox
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/mail"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -384,8 +381,8 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 		r.Channel = outbox.ChannelEmail
 		for d.NextArg() {
 			addr := d.Val()
-			if !isBareAddress(addr) {
-				return r, d.Errf("notify email: %q is not a bare email address like ops@example.com", addr)
+			if err := intake.CheckRecipient(addr); err != nil {
+				return r, d.Errf("notify email: %v", err)
 			}
 			r.To = append(r.To, addr)
 		}
@@ -430,7 +427,7 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 		if !d.NextArg() {
 			return r, d.Errf("notify webhook: missing URL")
 		}
-		if err := checkWebhookURL(d.Val()); err != nil {
+		if err := intake.CheckHTTPURL(d.Val()); err != nil {
 			return r, d.Errf("notify webhook: %v", err)
 		}
 		r.URL = d.Val()
@@ -463,25 +460,6 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 		return r, d.Errf("notify: unknown channel %q (want email, webhook, telegram, slack, discord or teams)", ch)
 	}
 	return r, nil
-}
-
-// isBareAddress accepts addr@domain and nothing else: recipients are addresses, and a
-// display name or comment here is more likely a typo than an intention.
-func isBareAddress(s string) bool {
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Name == "" && a.Address == s
-}
-
-// checkWebhookURL accepts absolute http(s) URLs with a host.
-func checkWebhookURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL: %w", s, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL", s)
-	}
-	return nil
 }
 
 func singleArg(d *caddyfile.Dispenser) (string, error) {

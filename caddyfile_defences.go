@@ -122,7 +122,7 @@ func parseCaptcha(d *caddyfile.Dispenser, provider string) (*intake.Captcha, err
 		case "endpoint":
 			cc.Endpoint, err = singleArg(d)
 			if err == nil {
-				if cerr := checkWebhookURL(cc.Endpoint); cerr != nil {
+				if cerr := intake.CheckHTTPURL(cc.Endpoint); cerr != nil {
 					err = d.Errf("%s endpoint: %v", provider, cerr)
 				}
 			}

@@ -1,7 +1,6 @@
 package formoutbox
 
 import (
-	"net"
 	"net/mail"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/providers/ratelimit"
 	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
+	"github.com/formoutbox/caddy-form-outbox/providers/webhook"
 )
 
 // parseEmail reads the global `email` block:
@@ -183,8 +183,10 @@ func parseSMTP(d *caddyfile.Dispenser) (*SMTPConfig, error) {
 			c.Password, err = singleArg(d)
 		case "tls":
 			c.TLS, err = singleArg(d)
-			if err == nil && c.TLS != smtp.StartTLS && c.TLS != smtp.Implicit && c.TLS != smtp.NoTLS {
-				err = d.Errf("email smtp: tls %q: want starttls, implicit or none", c.TLS)
+			if err == nil {
+				if terr := smtp.CheckTLS(c.TLS); terr != nil {
+					err = d.Errf("email smtp: %v", terr)
+				}
 			}
 		case "server_name":
 			c.ServerName, err = singleArg(d)
@@ -207,12 +209,8 @@ func parseSMTP(d *caddyfile.Dispenser) (*SMTPConfig, error) {
 		return nil, d.Errf("email smtp: address is required (e.g. address smtp.example.com:587)")
 	}
 	if !isPlaceholder(c.Address) {
-		host, port, err := net.SplitHostPort(c.Address)
-		if err != nil || host == "" || port == "" {
-			return nil, d.Errf("email smtp: address %q is not HOST:PORT", c.Address)
-		}
-		if c.TLS == smtp.NoTLS && !smtp.IsLoopback(host) {
-			return nil, d.Errf("email smtp: tls none sends in plain text and is only allowed to a loopback address, not %s", host)
+		if err := smtp.CheckAddress(c.Address, c.TLS); err != nil {
+			return nil, d.Errf("email smtp: %v", err)
 		}
 	}
 	if (c.Username == "") != (c.Password == "") {
@@ -242,7 +240,7 @@ func endpointArg(d *caddyfile.Dispenser) (string, error) {
 		return "", err
 	}
 	if !isPlaceholder(s) {
-		if err := checkWebhookURL(s); err != nil {
+		if err := intake.CheckHTTPURL(s); err != nil {
 			return "", d.Errf("%s: %v", opt, err)
 		}
 	}
@@ -264,7 +262,7 @@ func parseWebhookHeader(d *caddyfile.Dispenser, r *intake.Route) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	if err := checkWebhookHeader(name, value); err != nil {
+	if err := webhook.CheckHeader(name, value); err != nil {
 		return d.Errf("notify webhook: %v", err)
 	}
 	if r.Headers == nil {

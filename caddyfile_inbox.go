@@ -2,12 +2,13 @@ package formoutbox
 
 import (
 	"encoding/json"
-	"net/url"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/formoutbox/caddy-form-outbox/intake"
 )
 
 func init() {
@@ -123,9 +124,8 @@ func parseInboxURL(d *caddyfile.Dispenser) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", d.Errf("inbox_url %q: want an absolute http(s) URL without query, such as https://example.com/inbox", v)
+	if err := intake.CheckInboxURL(v); err != nil {
+		return "", d.Errf("inbox_url %v", err)
 	}
 	return strings.TrimRight(v, "/"), nil
 }

@@ -29,10 +29,14 @@ func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, e
 		return r, d.Errf("notify %s: missing webhook URL", ch)
 	}
 	if ch == outbox.ChannelTelegram {
+		// Checked here as well as at provision, so that the error names this line.
+		if err := intake.CheckTelegramChatID(d.Val()); err != nil {
+			return r, d.Errf("notify %v", err)
+		}
 		r.ChatID = d.Val()
 	} else {
 		// The URL is the credential, so the error does not repeat it.
-		if checkWebhookURL(d.Val()) != nil {
+		if intake.CheckHTTPURL(d.Val()) != nil {
 			return r, d.Errf("notify %s: the webhook URL is not an absolute http(s) URL", ch)
 		}
 		r.URL = d.Val()
@@ -47,7 +51,7 @@ func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, e
 		case ch == outbox.ChannelTelegram && opt == "token":
 			r.Token, err = singleArg(d)
 		case ch == outbox.ChannelTelegram && opt == "endpoint":
-			if r.Endpoint, err = singleArg(d); err == nil && checkWebhookURL(r.Endpoint) != nil {
+			if r.Endpoint, err = singleArg(d); err == nil && intake.CheckHTTPURL(r.Endpoint) != nil {
 				err = d.Errf("notify telegram: endpoint %q is not an absolute http(s) URL", r.Endpoint)
 			}
 		case opt == "text":

@@ -55,19 +55,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.Config.Provision(); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
-	if err := h.app.registerTelegramBots(h.Form, h.Routes); err != nil {
+	if err := h.app.registry.RegisterTelegramBots(h.Form, h.Routes); err != nil {
 		return err
 	}
 	for _, r := range h.Routes {
 		if r.Channel != outbox.ChannelWebhook {
 			continue
 		}
-		if err := h.app.registerWebhookSecret(r.URL, r.Secret); err != nil {
+		if err := h.app.registry.RegisterWebhookSecret(r.URL, r.Secret); err != nil {
 			return fmt.Errorf("form_outbox: form %s: %w", h.Form, err)
 		}
 		headers, err := resolveWebhookHeaders(repl, r.Headers)
 		if err == nil {
-			err = h.app.registerWebhookHeaders(r.URL, headers)
+			err = h.app.registry.RegisterWebhookHeaders(r.URL, headers)
 		}
 		if err != nil {
 			return fmt.Errorf("form_outbox: form %s: %w", h.Form, err)

@@ -2,25 +2,16 @@ package formoutbox
 
 import (
 	"context"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"maps"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/internal/senders"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers"
-	"github.com/formoutbox/caddy-form-outbox/providers/chain"
-	"github.com/formoutbox/caddy-form-outbox/providers/file"
-	"github.com/formoutbox/caddy-form-outbox/providers/ratelimit"
-	"github.com/formoutbox/caddy-form-outbox/providers/resend"
-	"github.com/formoutbox/caddy-form-outbox/providers/ses"
-	"github.com/formoutbox/caddy-form-outbox/providers/smtp"
-	"github.com/formoutbox/caddy-form-outbox/providers/webhook"
 )
 
 // SESConfig is the JSON twin of `email { ses { ... } }`. Every value accepts
@@ -78,155 +69,59 @@ type SMTPConfig struct {
 	Rate string `json:"rate,omitempty"`
 }
 
-// buildSender wires the providers: email through SES, Resend and/or SMTP (a failover
-// chain in that order when several are configured), or else the file provider (the
-// default);
-// webhooks signed with the secrets, and carrying the headers, that the form handlers
-// register; and the chat channels (sender_chat.go).
+// buildSender wires the providers (internal/senders/sender.go) around the email provider
+// this config asks for; the form handlers register webhook secrets and headers and the
+// Telegram bots in a.registry (handler.go).
 func (a *App) buildSender() (outbox.Sender, error) {
 	email, err := a.emailProvider()
 	if err != nil {
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	a.emailProviderName = email.Name()
-	hook := webhook.New(webhook.Config{Secret: a.webhookSecret, Headers: a.webhookHeaders})
-	router, err := a.chatRouter(outbox.Router{Email: email, Webhook: hook})
-	if err != nil {
-		return nil, err
-	}
-	// Suppressed addresses are refused before any provider is called (feedback.go).
-	return outbox.SuppressionGuard{Next: router, List: a.feedbackStore}, nil
+	return senders.New(email, &a.registry, a.feedbackStore)
 }
 
+// emailProvider resolves the placeholders of the email config and builds its provider
+// (internal/senders/email.go). Secrets are resolved here, into the provider, and never
+// written back to the config: the running config and `caddy adapt` show only what the
+// user wrote.
 func (a *App) emailProvider() (providers.Provider, error) {
-	ec := a.Email
-	if ec == nil || (ec.SES == nil && ec.Resend == nil && ec.SMTP == nil) {
-		return file.New(file.Config{Dir: a.mailDir, From: a.from})
-	}
-	if ec.File != nil {
-		return nil, errors.New("file is for development and cannot be combined with ses, resend or smtp")
-	}
-	// Secrets are resolved here, into the provider, and never written back to the
-	// config: the running config and `caddy adapt` show only what the user wrote.
 	repl := caddy.NewReplacer()
 	resolve := func(s string) string { return strings.TrimSpace(repl.ReplaceKnown(s, "")) }
-	var list []providers.Provider
-	if c := ec.SES; c != nil {
-		// a.ctx is a caddy.Context struct: converted to an interface it is never nil, so
-		// the check is on the context it embeds (unset when an App is built by hand).
-		ctx := context.Context(a.ctx)
-		if a.ctx.Context == nil {
-			ctx = context.Background()
+	cfg := senders.Email{From: a.from, MailDir: a.mailDir}
+	if ec := a.Email; ec != nil {
+		cfg.File = ec.File != nil
+		if c := ec.SES; c != nil {
+			cfg.SES = &senders.SES{Region: resolve(c.Region), ConfigurationSet: resolve(c.ConfigurationSet),
+				AccessKeyID: resolve(c.AccessKeyID), SecretAccessKey: resolve(c.SecretAccessKey),
+				Endpoint: resolve(c.Endpoint), Timeout: time.Duration(c.Timeout), Rate: c.Rate}
 		}
-		p, err := ses.New(ctx, ses.Config{
-			From:             a.from,
-			Region:           resolve(c.Region),
-			Endpoint:         resolve(c.Endpoint),
-			AccessKeyID:      resolve(c.AccessKeyID),
-			SecretAccessKey:  resolve(c.SecretAccessKey),
-			ConfigurationSet: resolve(c.ConfigurationSet),
-			Timeout:          time.Duration(c.Timeout),
-		})
-		if err != nil {
-			return nil, err
+		if c := ec.Resend; c != nil {
+			cfg.Resend = &senders.Resend{APIKey: resolve(c.APIKey), Endpoint: resolve(c.Endpoint),
+				Timeout: time.Duration(c.Timeout), Rate: c.Rate}
 		}
-		paced, err := paced(p, "ses", c.Rate, ses.DefaultRate)
-		if err != nil {
-			return nil, err
+		if c := ec.SMTP; c != nil {
+			cfg.SMTP = &senders.SMTP{Address: resolve(c.Address), Username: resolve(c.Username),
+				Password: resolve(c.Password), TLS: resolve(c.TLS), ServerName: resolve(c.ServerName),
+				HELO: resolve(c.HELO), CAFile: resolve(c.CAFile), Timeout: time.Duration(c.Timeout), Rate: c.Rate}
 		}
-		list = append(list, paced)
 	}
-	if c := ec.Resend; c != nil {
-		p, err := resend.New(resend.Config{
-			From:     a.from,
-			APIKey:   resolve(c.APIKey),
-			Endpoint: resolve(c.Endpoint),
-			Timeout:  time.Duration(c.Timeout),
-		})
-		if err != nil {
-			return nil, err
-		}
-		paced, err := paced(p, "resend", c.Rate, resend.DefaultRate)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, paced)
+	// a.ctx is a caddy.Context struct: converted to an interface it is never nil, so the
+	// check is on the context it embeds (unset when an App is built by hand).
+	ctx := context.Context(a.ctx)
+	if a.ctx.Context == nil {
+		ctx = context.Background()
 	}
-	// SMTP comes last, so adding it to a config with SES or Resend changes nothing while
-	// they work: it is the relay of last resort.
-	if c := ec.SMTP; c != nil {
-		p, err := newSMTP(c, a.from, resolve)
-		if err != nil {
-			return nil, err
-		}
-		paced, err := paced(p, "smtp", c.Rate, ratelimit.Off)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, paced)
-	}
-	if len(list) == 1 {
-		return list[0], nil
-	}
-	return chain.New(list...), nil
+	return senders.NewEmail(ctx, cfg)
 }
 
-// paced wraps p in its configured send rate (rate, or def when unset), so that a backlog
-// drains at the pace the provider accepts rather than into its 429s. Each provider of a
-// chain has its own bucket: a failover to Resend is paced by Resend's rate, not SES's.
-func paced(p providers.Provider, name, rate, def string) (providers.Provider, error) {
-	if rate == "" {
-		rate = def
+// resolveTelegramBots resolves the placeholders of the Telegram routes' tokens and
+// endpoints into the routes, before intake checks them; like webhook secrets they are
+// never written back to the config the user sees.
+func resolveTelegramBots(repl *caddy.Replacer, routes []intake.Route) {
+	for i := range routes {
+		r := &routes[i]
+		r.Token = strings.TrimSpace(repl.ReplaceKnown(r.Token, ""))
+		r.Endpoint = strings.TrimSpace(repl.ReplaceKnown(r.Endpoint, ""))
 	}
-	perSecond, err := ratelimit.Parse(rate)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return ratelimit.Wrap(p, perSecond), nil
-}
-
-func newSMTP(c *SMTPConfig, from string, resolve func(string) string) (*smtp.Provider, error) {
-	cfg := smtp.Config{
-		Address:    resolve(c.Address),
-		Username:   resolve(c.Username),
-		Password:   resolve(c.Password),
-		TLS:        resolve(c.TLS),
-		ServerName: resolve(c.ServerName),
-		HELO:       resolve(c.HELO),
-		Timeout:    time.Duration(c.Timeout),
-		From:       from,
-	}
-	if path := resolve(c.CAFile); path != "" {
-		pem, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("smtp ca_file: %w", err)
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("smtp ca_file %s: no PEM certificate in it", path)
-		}
-	}
-	return smtp.New(cfg)
-}
-
-// registerWebhookHeaders records the extra headers of a webhook URL. Like secrets, two
-// forms may notify one URL only with the same headers.
-func (a *App) registerWebhookHeaders(url string, headers map[string]string) error {
-	a.secretsMu.Lock()
-	defer a.secretsMu.Unlock()
-	if a.headers == nil {
-		a.headers = make(map[string]map[string]string)
-	}
-	if old, ok := a.headers[url]; ok && !maps.Equal(old, headers) {
-		return fmt.Errorf("webhook %s is configured with two different sets of headers", url)
-	}
-	a.headers[url] = maps.Clone(headers)
-	return nil
-}
-
-// webhookHeaders is the webhook provider's Headers hook.
-func (a *App) webhookHeaders(url string) map[string]string {
-	a.secretsMu.RLock()
-	defer a.secretsMu.RUnlock()
-	return a.headers[url]
 }

@@ -121,35 +121,3 @@ func TestInProcessSMTPFromCaddyfile(t *testing.T) {
 		t.Errorf("Subject %q Message-ID %q Reply-To %q", subject, msg.Header.Get("Message-ID"), msg.Header.Get("Reply-To"))
 	}
 }
-
-// SMTP joins the failover chain after SES and Resend, so adding it changes nothing while
-// they work; alone, it is the only provider.
-func TestEmailProviderPutsSMTPLast(t *testing.T) {
-	smtpOnly := &SMTPConfig{Address: "127.0.0.1:2525", TLS: "none"}
-	for _, tc := range []struct {
-		ec   *EmailConfig
-		want string
-	}{
-		{&EmailConfig{SMTP: smtpOnly}, "smtp"},
-		{&EmailConfig{Resend: &ResendConfig{APIKey: "re_x"}, SMTP: smtpOnly}, "resend,smtp"},
-		{&EmailConfig{SES: &SESConfig{Region: "eu-west-1"}, Resend: &ResendConfig{APIKey: "re_x"}, SMTP: smtpOnly}, "ses,resend,smtp"},
-	} {
-		a := &App{Email: tc.ec, from: "forms@example.com"}
-		a.ctx.Context = context.Background()
-		p, err := a.emailProvider()
-		if err != nil {
-			t.Fatalf("%s: %v", tc.want, err)
-		}
-		if p.Name() != tc.want {
-			t.Errorf("providers %q, want %q", p.Name(), tc.want)
-		}
-	}
-	a := &App{Email: &EmailConfig{SMTP: smtpOnly, File: &FileConfig{Dir: t.TempDir()}}, from: "forms@example.com"}
-	if _, err := a.emailProvider(); err == nil {
-		t.Error("file combined with smtp was accepted")
-	}
-	a = &App{Email: &EmailConfig{SMTP: &SMTPConfig{Address: "127.0.0.1:2525", CAFile: filepath.Join(t.TempDir(), "missing.pem")}}, from: "forms@example.com"}
-	if _, err := a.emailProvider(); err == nil {
-		t.Error("a missing ca_file was accepted")
-	}
-}

@@ -6,10 +6,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers/webhook"
 )
 
-// checkWebhookHeader is webhook.CheckHeader for the Caddyfile parser
-// (caddyfile_email.go).
-func checkWebhookHeader(name, value string) error { return webhook.CheckHeader(name, value) }
-
 // resolveWebhookHeaders resolves a route's headers with Caddy's placeholders
 // (providers/webhook/headers.go checks them) for the handler (handler.go).
 func resolveWebhookHeaders(repl *caddy.Replacer, hs map[string]string) (map[string]string, error) {

@@ -122,8 +122,7 @@ var telegramChatID = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4
 
 // absoluteHTTP reports an absolute http(s) URL with a host and no control characters.
 func absoluteHTTP(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && !hasControl(s) && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	return !hasControl(s) && CheckHTTPURL(s) == nil
 }
 
 func (c *Config) provisionRoutes() error {
@@ -210,8 +209,8 @@ func (c *Config) provisionRoutes() error {
 			if len(r.To) != 0 || r.URL != "" || r.Secret != "" || len(r.Headers) != 0 {
 				return fmt.Errorf("notify %s: telegram routes take a chat id, a token and an endpoint only", r.Name)
 			}
-			if !telegramChatID.MatchString(r.ChatID) {
-				return fmt.Errorf("notify %s: telegram chat id %q: want a number such as -100123 or a public @channelname", r.Name, r.ChatID)
+			if err := CheckTelegramChatID(r.ChatID); err != nil {
+				return fmt.Errorf("notify %s: %w", r.Name, err)
 			}
 			if strings.TrimSpace(r.Token) == "" {
 				return fmt.Errorf("notify %s: telegram needs the bot's token (token {env.TELEGRAM_TOKEN})", r.Name)

@@ -1,4 +1,4 @@
-package formoutbox
+package senders
 
 import (
 	"context"
@@ -43,9 +43,8 @@ func TestEmailProvidersArePacedToTheirDefaultRates(t *testing.T) {
 		srv := sesfake.New()
 		defer srv.Close()
 		srv.EnforceRate(14)
-		a := &App{Email: &EmailConfig{SES: &SESConfig{Region: "eu-west-1", Endpoint: srv.URL(),
-			AccessKeyID: "AKIDTEST", SecretAccessKey: "secret"}}, from: "forms@example.com"}
-		p, err := a.emailProvider()
+		p, err := NewEmail(context.Background(), Email{From: "forms@example.com", SES: &SES{Region: "eu-west-1",
+			Endpoint: srv.URL(), AccessKeyID: "AKIDTEST", SecretAccessKey: "secret"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +61,8 @@ func TestEmailProvidersArePacedToTheirDefaultRates(t *testing.T) {
 		srv := resendfake.New()
 		defer srv.Close()
 		srv.EnforceRate(2)
-		a := &App{Email: &EmailConfig{Resend: &ResendConfig{APIKey: "re_test", Endpoint: srv.URL()}}, from: "forms@example.com"}
-		p, err := a.emailProvider()
+		p, err := NewEmail(context.Background(), Email{From: "forms@example.com",
+			Resend: &Resend{APIKey: "re_test", Endpoint: srv.URL()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,9 +74,8 @@ func TestEmailProvidersArePacedToTheirDefaultRates(t *testing.T) {
 		srv := resendfake.New()
 		defer srv.Close()
 		srv.EnforceRate(2)
-		a := &App{Email: &EmailConfig{Resend: &ResendConfig{APIKey: "re_test", Endpoint: srv.URL(), Rate: "off"}},
-			from: "forms@example.com"}
-		p, err := a.emailProvider()
+		p, err := NewEmail(context.Background(), Email{From: "forms@example.com",
+			Resend: &Resend{APIKey: "re_test", Endpoint: srv.URL(), Rate: "off"}})
 		if err != nil {
 			t.Fatal(err)
 		}
