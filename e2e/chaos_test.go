@@ -56,14 +56,16 @@ const chaosCaddyfile = `{
 				secret_access_key chaos-secret
 				endpoint {{SES}}
 				timeout 2s
-				# The fake has no sending quota; SES's default 14/s pacing would turn the
-				# drain of 2,000 e-mails into a rate test (e2e/drill_ratelimit_test.go is one).
+				# The fakes have no sending quota; the default pacing (SES 14/s, Resend 2/s)
+				# would turn the drain of 2,000 e-mails into a rate test
+				# (e2e/drill_ratelimit_test.go is one).
 				rate off
 			}
 			resend {
 				api_key re_chaos_key
 				endpoint {{RESEND}}
 				timeout 2s
+				rate off
 			}
 		}
 	}
