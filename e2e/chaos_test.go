@@ -32,6 +32,9 @@ const chaosDefaultSubmissions = 2000
 // it finished while the database is still down. Default 40/s: about 50 s at CI size.
 const EnvChaosRate = "FORM_OUTBOX_CHAOS_RATE"
 
+// chaosCaddyfile turns the SES and Resend pacing off (caddyfile_email.go: 14/s and 2/s by
+// default, the real services' quotas): the fakes have no quota, and at the paced rates
+// the email deliveries of a large run (scripts/soak) pile up far beyond its drain bound.
 const chaosCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
@@ -56,11 +59,13 @@ const chaosCaddyfile = `{
 				secret_access_key chaos-secret
 				endpoint {{SES}}
 				timeout 2s
+				rate off
 			}
 			resend {
 				api_key re_chaos_key
 				endpoint {{RESEND}}
 				timeout 2s
+				rate off
 			}
 		}
 	}

@@ -72,7 +72,7 @@ var about = map[string]string{
 		"each post is acknowledged and durable or answered 503 with Retry-After, and health says why. " +
 		"After the filler is removed the database must pass integrity_check and every delivery be sent. " +
 		"Recovery: from the space returning until posts are stored straight away and the spool is empty.",
-	"soak": chaosAbout + " The soak is this run at 100000 submissions (scripts/soak, about 15 minutes; not run in CI), " +
+	"soak": chaosAbout + " The soak is this run at 100000 submissions (scripts/soak, about 45 minutes; not run in CI), " +
 		"so that slow leaks, a growing backlog or a rare race show up as lost, duplicated or unsettled rows.",
 	"chaos": chaosAbout,
 }
