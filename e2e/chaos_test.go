@@ -32,6 +32,9 @@ const chaosDefaultSubmissions = 2000
 // it finished while the database is still down. Default 40/s: about 50 s at CI size.
 const EnvChaosRate = "FORM_OUTBOX_CHAOS_RATE"
 
+// chaosCaddyfile turns the SES and Resend pacing off (caddyfile_email.go: 14/s and 2/s by
+// default, the real services' quotas): the fakes have no quota, and at the paced rates
+// the email deliveries of a large run (scripts/soak) pile up far beyond its drain bound.
 const chaosCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
@@ -198,7 +201,9 @@ func TestChaosNothingLost(t *testing.T) {
 	c := newCaddy(t, caddyOpts{Caddyfile: cf})
 
 	clients := &chaosClient{target: func() string { return c.URL("") }, ok: map[string]string{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The load alone takes n/rate seconds; twice that plus 10 minutes leaves room for the
+	// outages and a loaded machine without letting a stuck run hang forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+2*time.Duration(n/rate)*time.Second)
 	defer cancel()
 	keys := make(chan string)
 	var wg sync.WaitGroup
@@ -232,6 +237,9 @@ func TestChaosNothingLost(t *testing.T) {
 	}
 	var pgUpAt []time.Time
 	kills := 0
+	// lastFaultEnd is when the last fault ended: Caddy answering again after a kill,
+	// PostgreSQL restarted, SES reachable again. The recovery time runs from it.
+	var lastFaultEnd time.Time
 	killCaddy := func() { c.Kill(); kills++; c.Restart() }
 	pgDown := func() {
 		pg.Kill()
@@ -267,6 +275,7 @@ func TestChaosNothingLost(t *testing.T) {
 		if pgRestarts < len(pgUpAt) && !time.Now().Before(pgUpAt[pgRestarts]) {
 			pg.Start()
 			pgRestarts++
+			lastFaultEnd = time.Now()
 		}
 		// Steps wait while the database is down, so the second outage starts after the
 		// first ended; when the load ends first, the rest run anyway.
@@ -274,6 +283,7 @@ func TestChaosNothingLost(t *testing.T) {
 			t.Logf("%5.1f%%: %s", 100*progress, steps[0].what)
 			steps[0].do()
 			steps = steps[1:]
+			lastFaultEnd = time.Now()
 		}
 	}
 
@@ -291,6 +301,7 @@ func TestChaosNothingLost(t *testing.T) {
 		return v
 	}
 	drain := 3*time.Minute + time.Duration(n/100)*time.Second
+	drainFrom := time.Now()
 	if err := waitFor(drain, func() bool {
 		return count(`SELECT count(*) FROM submissions`) >= len(clients.ok) &&
 			count(`SELECT count(*) FROM deliveries WHERE status NOT IN ('sent', 'dead')`) == 0
@@ -299,6 +310,7 @@ func TestChaosNothingLost(t *testing.T) {
 			count(`SELECT count(*) FROM submissions`),
 			count(`SELECT count(*) FROM deliveries WHERE status NOT IN ('sent', 'dead')`), tail(c.Log(), 4000))
 	}
+	drained := time.Now()
 
 	// Figures.
 	rows, err := conn.Query(context.Background(), `SELECT idempotency_key FROM submissions`)
@@ -390,12 +402,6 @@ func TestChaosNothingLost(t *testing.T) {
 	if len(clients.ok) != n {
 		t.Errorf("%d of %d submissions were never answered 200", n-len(clients.ok), n)
 	}
-	if lost != 0 {
-		t.Errorf("%d answered submissions are not in the database", lost)
-	}
-	if dupSubs != 0 {
-		t.Errorf("%d duplicate submissions", dupSubs)
-	}
 	if deliveries != wantDeliveries {
 		t.Errorf("%d deliveries for %d submissions, want %d", deliveries, len(stored), wantDeliveries)
 	}
@@ -408,9 +414,36 @@ func TestChaosNothingLost(t *testing.T) {
 	if len(sentUnseen) != 0 {
 		t.Errorf("%d deliveries marked sent never reached a receiver, e.g. %s", len(sentUnseen), sentUnseen[0])
 	}
-	if dupSends > ambiguousRecorded+ambiguousCrashed {
-		t.Errorf("%d duplicate sends but only %d ambiguous attempts", dupSends, ambiguousRecorded+ambiguousCrashed)
+
+	// publish fails the test on lost or duplicated submissions and on duplicate sends
+	// beyond the ambiguous attempts, and writes the figures for scripts/soak and
+	// scripts/drills (docs/drills.md).
+	publish(t, drillResult{
+		Drill:                chaosDrillName(n),
+		Submissions:          n,
+		Acknowledged:         len(clients.ok),
+		Lost:                 lost,
+		DuplicateSubmissions: dupSubs,
+		DuplicateSends:       dupSends,
+		AmbiguousAttempts:    ambiguousRecorded + ambiguousCrashed,
+		RecoverySeconds:      drained.Sub(lastFaultEnd).Seconds(),
+		Notes: fmt.Sprintf("%d submissions at %d/s; %d kill -9 of Caddy, %d PostgreSQL kills (10-20 s down each); "+
+			"SES failed %d and hung %d times and was unreachable from 35%% to 75%% of the load (%d sent by SES, %d by Resend), "+
+			"the webhook answered 500 %d times; %d answered queued, %d client retries; "+
+			"%d deliveries: %d sent, %d dead with a reason; backlog drained %.1f s after the load ended",
+			n, rate, kills, len(pgUpAt), sesFailed.Load(), sesHung.Load(), len(ses.Sent()), len(resend.Emails()),
+			hook.errs.Load(), clients.queued.Load(), clients.retries.Load(), deliveries, sent, dead,
+			drained.Sub(drainFrom).Seconds()),
+	})
+}
+
+// chaosDrillName is the row TestChaosNothingLost publishes: a run of 100000 submissions
+// or more is the soak of scripts/soak, any smaller one the chaos row.
+func chaosDrillName(n int) string {
+	if n >= 100000 {
+		return "soak"
 	}
+	return "chaos"
 }
 
 // sesTagName is the EmailTag that carries the delivery id (providers/ses default).
