@@ -109,7 +109,7 @@ func TestDrillClockSkew(t *testing.T) {
 			t.Errorf("delivery due later: %s after %d claims, want pending and unclaimed", d.Status, d.Attempts)
 		}
 	}
-	publishDrill(t, drillFigures{
+	publish(t, drillResult{
 		Drill: "clock_skew", Submissions: due + later + crashed, Acknowledged: due + later + crashed,
 		Lost: due + crashed - delivered, DuplicateSends: dupSends, RecoverySeconds: recovery.Seconds(),
 		Notes: fmt.Sprintf("Two workers on one PostgreSQL schema with clocks 5 min behind and 5 min ahead: %d due and %d "+

@@ -159,7 +159,7 @@ func TestDrillRateLimits(t *testing.T) {
 			if attempts != c.backlog {
 				t.Errorf("%d attempts recorded for %d e-mails: some were retried", attempts, c.backlog)
 			}
-			publishDrill(t, drillFigures{
+			publish(t, drillResult{
 				Drill: "rate_limit_" + c.name, Submissions: c.backlog, Acknowledged: c.backlog,
 				Lost: c.backlog - queryDeliveries(t, conn).sent, DuplicateSubmissions: 0, DuplicateSends: 0,
 				RecoverySeconds: took.Seconds(),

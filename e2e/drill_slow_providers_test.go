@@ -218,7 +218,7 @@ func TestDrillSlowProviders(t *testing.T) {
 		t.Fatalf("%d submissions (%d keys); receiver: %d distinct, %d processed, %d answered; %d ambiguous attempts",
 			subs, keys, distinct, processed, answered, ambiguous)
 	}
-	publishDrill(t, drillFigures{
+	publish(t, drillResult{
 		Drill: "slow_providers", Submissions: n, Acknowledged: n, Lost: 3*n - answered, DuplicateSubmissions: subs - keys,
 		DuplicateSends: processed - distinct, AmbiguousAttempts: ambiguous, RecoverySeconds: recovery.Seconds(),
 		Notes: "Each submission goes to three webhooks that misbehave on their first request: an answer after 25s (past the " +

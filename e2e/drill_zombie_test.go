@@ -109,7 +109,7 @@ func TestDrillZombie(t *testing.T) {
 		t.Fatalf("receiver got %d distinct of %d in %d requests: %d duplicate sends, more than the %d ambiguous attempts",
 			distinct, n, total, dupSends, len(held))
 	}
-	publishDrill(t, drillFigures{
+	publish(t, drillResult{
 		Drill: "zombie", Submissions: n, Acknowledged: n, Lost: n - distinct, DuplicateSubmissions: subs - keys,
 		DuplicateSends: dupSends, AmbiguousAttempts: len(held), RecoverySeconds: recovery.Seconds(),
 		Notes: fmt.Sprintf("A Caddy process SIGSTOPped with %d of %d webhook sends in flight (3s leases); the receiver answers them while it is frozen, "+
