@@ -126,11 +126,7 @@ type chaosClient struct {
 func (c *chaosClient) post(ctx context.Context, key string) {
 	cl := &http.Client{Timeout: 10 * time.Second}
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.target()+"/contact",
-			strings.NewReader(`{"message":"chaos `+key+`"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Idempotency-Key", key)
+		req := keyedJSONPost(ctx, c.target()+"/contact", "chaos "+key, key)
 		resp, err := cl.Do(req)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)

@@ -123,11 +123,7 @@ func (l *drillLoad) post(ctx context.Context, key string) {
 	// The client timeout is far above the bound: a hung answer is measured, not cut short.
 	cl := &http.Client{Timeout: 60 * time.Second}
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, l.target()+"/contact",
-			strings.NewReader(`{"message":"drill `+key+`"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Idempotency-Key", key)
+		req := keyedJSONPost(ctx, l.target()+"/contact", "drill "+key, key)
 		l.attempts.Add(1)
 		start := time.Now()
 		resp, err := cl.Do(req)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -276,6 +277,17 @@ func waitFor(timeout time.Duration, cond func() bool) error {
 var noRedirect = &http.Client{
 	Timeout:       30 * time.Second,
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// keyedJSONPost is a JSON post of {"message": message} to url that asks for a JSON answer
+// and carries key as its Idempotency-Key, as a retrying client sends it.
+func keyedJSONPost(ctx context.Context, url, message, key string) *http.Request {
+	body, _ := json.Marshal(map[string]string{"message": message})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	return req
 }
 
 func do(t testing.TB, req *http.Request) (*http.Response, string) {
