@@ -27,10 +27,8 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 		args  []any
 	)
 	if len(f.Forms) > 0 {
-		where = append(where, "s.form IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Forms)), ",")+")")
-		for _, form := range f.Forms {
-			args = append(args, form)
-		}
+		cond, formArgs := formIn(f.Forms)
+		where, args = append(where, cond), append(args, formArgs...)
 	}
 	if f.Status != "" {
 		where, args = append(where, "s.status = ?"), append(args, string(f.Status))
@@ -121,10 +119,8 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 	var ov outbox.Overview
 	formCond, formArgs := "", []any{}
 	if len(forms) > 0 {
-		formCond = " AND s.form IN (" + strings.TrimSuffix(strings.Repeat("?,", len(forms)), ",") + ")"
-		for _, f := range forms {
-			formArgs = append(formArgs, f)
-		}
+		formCond, formArgs = formIn(forms)
+		formCond = " AND " + formCond
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT s.form, s.status, s.test,
 			SUM(s.created_at >= ?), SUM(s.created_at >= ?), COUNT(*)
@@ -323,4 +319,14 @@ func nullUUID(id uuid.UUID) sql.NullString {
 		return sql.NullString{}
 	}
 	return sql.NullString{String: id.String(), Valid: true}
+}
+
+// formIn is the condition "s.form is one of forms" (forms not empty) and its arguments:
+// SQLite has no array parameter, so each form is its own placeholder.
+func formIn(forms []string) (string, []any) {
+	args := make([]any, len(forms))
+	for i, f := range forms {
+		args[i] = f
+	}
+	return "s.form IN (" + strings.TrimSuffix(strings.Repeat("?,", len(forms)), ",") + ")", args
 }
