@@ -12,13 +12,13 @@ import (
 )
 
 // chatSubmission is what the chat renderers read: the stored fields in form order, and
-// the inbox link when inbox_url is set.
-func (c *Config) chatSubmission(sub *outbox.Submission) chat.Submission {
+// the inbox link (see inboxLink) when inbox_url is set.
+func (c *Config) chatSubmission(sub *outbox.Submission, link string) chat.Submission {
 	fields := make([]chat.Field, len(sub.Data))
 	for i, f := range sub.Data {
 		fields[i] = chat.Field{Name: f.Name, Value: f.Value}
 	}
-	return chat.Submission{Form: c.Form, ID: sub.ID.String(), Received: sub.CreatedAt, Fields: fields, Link: c.inboxLink(sub)}
+	return chat.Submission{Form: c.Form, ID: sub.ID.String(), Received: sub.CreatedAt, Fields: fields, Link: link}
 }
 
 // chatPayload renders a chat route's message into the exact request body the provider

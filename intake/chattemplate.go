@@ -90,6 +90,10 @@ func markActions(n parse.Node) {
 	}
 }
 
+// unmark replaces the marks in a printed value: a value holding them would move the
+// boundary between markup and text. It is built once, not per printed value.
+var unmark = strings.NewReplacer(valueOpen, "\uFFFD", valueClose, "\uFFFD")
+
 // renderChatTemplate executes t on d and splits the output into the template's markup
 // and the values it printed; link makes the inbox link safe as the target's markup.
 func renderChatTemplate(t *texttemplate.Template, d ChatTemplateData, link func(string) string) ([]chat.Part, error) {
@@ -102,8 +106,7 @@ func renderChatTemplate(t *texttemplate.Template, d ChatTemplateData, link func(
 		if l, ok := v.(InboxLink); ok {
 			return link(string(l))
 		}
-		// A value holding the marks would move the boundary between markup and text.
-		return valueOpen + strings.NewReplacer(valueOpen, "\uFFFD", valueClose, "\uFFFD").Replace(fmt.Sprint(v)) + valueClose
+		return valueOpen + unmark.Replace(fmt.Sprint(v)) + valueClose
 	}
 	var b bytes.Buffer
 	if err := c.Funcs(funcs).Execute(&b, d); err != nil {

@@ -227,3 +227,21 @@ func TestTemplateFailingOnAPostIsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestChatTemplateValueCannotMoveTheMarks: a value carrying the private-use marks is
+// printed with them replaced, so it stays one Text part and never becomes Markup.
+func TestChatTemplateValueCannotMoveTheMarks(t *testing.T) {
+	tmpl, err := parseChatTemplate("t.txt", `<b>{{field "name"}}</b>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ChatTemplateData{Fields: outbox.Fields{{Name: "name", Value: "a" + valueClose + "<i>x</i>" + valueOpen + "b"}}}
+	parts, err := renderChatTemplate(tmpl, d, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []chat.Part{{Markup: "<b>", Text: "a\uFFFD<i>x</i>\uFFFDb"}, {Markup: "</b>"}}
+	if fmt.Sprint(parts) != fmt.Sprint(want) {
+		t.Fatalf("parts %q, want %q", parts, want)
+	}
+}

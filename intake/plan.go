@@ -31,6 +31,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			return nil, err
 		}
 	}
+	inbox := c.inboxLink(sub)    // the submission's inbox page, for every route's message
 	var chatSub *chat.Submission // rendered from once, for every chat route
 	for _, route := range routes {
 		var recipients []string
@@ -40,7 +41,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			recipients = route.To
 			if route.Content == ContentLink {
 				if link == nil {
-					if link, err = c.linkEmail(sub); err != nil {
+					if link, err = c.linkEmail(sub, inbox); err != nil {
 						return nil, err
 					}
 				}
@@ -49,16 +50,15 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			}
 			if text == "" {
 				inBody := replyToInBody(replyTo, sub.Data)
-				link := c.inboxLink(sub)
-				text = emailText(c.Form, sub, inBody, link)
-				if html, err = emailHTML(c.Form, sub, inBody, link); err != nil {
+				text = emailText(c.Form, sub, inBody, inbox)
+				if html, err = emailHTML(c.Form, sub, inBody, inbox); err != nil {
 					return nil, err
 				}
 			}
 			rt, rh := text, html
 			if route.BodyText != "" || route.BodyHTML != "" {
 				var failed []TemplateFailure
-				rt, rh, failed = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: c.inboxLink(sub),
+				rt, rh, failed = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: inbox,
 					Received: sub.CreatedAt, Fields: sub.Data}, text, html)
 				for _, f := range failed {
 					if err := markTemplateFailed(sub, f, now); err != nil {
@@ -75,7 +75,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			base = outbox.Payload{Body: hookBody}
 		case outbox.ChannelTelegram, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
 			if chatSub == nil {
-				s := c.chatSubmission(sub)
+				s := c.chatSubmission(sub, inbox)
 				chatSub = &s
 			}
 			var to string

@@ -93,8 +93,8 @@ var linkEmailTemplate = template.Must(template.New("link").Parse(`<!DOCTYPE html
 
 // linkEmail renders a `content link` route's email. It has no Reply-To and the default
 // subject: the visitor's address and a subject template's fields are visitor data too.
-func (c *Config) linkEmail(sub *outbox.Submission) (*outbox.Payload, error) {
-	link := c.inboxLink(sub)
+// link is the submission's inbox page (see inboxLink).
+func (c *Config) linkEmail(sub *outbox.Submission, link string) (*outbox.Payload, error) {
 	received := sub.CreatedAt.UTC().Format(time.RFC3339)
 	var b bytes.Buffer
 	if err := linkEmailTemplate.Execute(&b, map[string]any{"Form": c.Form, "Link": link, "ID": sub.ID.String(), "Received": received}); err != nil {
