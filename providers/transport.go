@@ -3,9 +3,11 @@ package providers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -65,4 +67,30 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// NoRedirectClient returns a copy of c (or, when c is nil, a client on a clone of
+// http.DefaultTransport) that never follows a redirect: following one would carry the
+// message, its signature or a token in the URL somewhere nobody configured, so the 3xx
+// itself is reported instead. The webhook and chat providers post with it.
+func NoRedirectClient(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	} else {
+		out.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &out
+}
+
+// WithoutURL drops the URL from a transport error, keeping what failed and why: a
+// target URL can be a credential (a chat webhook) or carry a token in its query, and
+// the error text is stored in the attempt history.
+func WithoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -40,25 +39,13 @@ type Poster struct {
 }
 
 // NewPoster returns a Poster for cfg.
-func NewPoster(cfg Config) Poster { return Poster{timeout: cfg.Timeout, client: client(cfg.Client)} }
+func NewPoster(cfg Config) Poster {
+	return Poster{timeout: cfg.Timeout, client: providers.NoRedirectClient(cfg.Client)}
+}
 
 // Post sends body as JSON to target; see the package function Post.
 func (p Poster) Post(ctx context.Context, target string, body []byte, secrets ...string) (Answer, *providers.Error) {
 	return Post(ctx, p.client, target, body, p.timeout, secrets...)
-}
-
-// client returns the client a chat provider posts with: c's settings (or a clone of
-// http.DefaultTransport), with redirects never followed, because a redirect would carry
-// the message (and for Telegram the bot token in the path) somewhere nobody configured.
-func client(c *http.Client) *http.Client {
-	var out http.Client
-	if c != nil {
-		out = *c
-	} else {
-		out.Transport = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &out
 }
 
 // Answer is a chat service's HTTP answer.
@@ -94,7 +81,7 @@ func Post(ctx context.Context, client *http.Client, target string, body []byte, 
 	resp, err := client.Do(req)
 	if err != nil {
 		perr := providers.NetworkError(ctx, wrote(), err)
-		perr.Err = Redact(fmt.Errorf("post: %w", withoutURL(err)), secrets...)
+		perr.Err = Redact(fmt.Errorf("post: %w", providers.WithoutURL(err)), secrets...)
 		return Answer{}, perr
 	}
 	defer resp.Body.Close()
@@ -103,15 +90,6 @@ func Post(ctx context.Context, client *http.Client, target string, body []byte, 
 	// unreadable body as one without a message id or error details.
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
-}
-
-// withoutURL drops the URL from a transport error, keeping what failed and why.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
 }
 
 // Redact returns an error with err's text in which every non-empty secret is replaced by

@@ -78,21 +78,23 @@ func (b *Bucket) Wait(ctx context.Context) error {
 	}
 	b.next = at.Add(b.interval)
 	b.mu.Unlock()
-	wait := at.Sub(now)
-	if wait <= 0 {
-		return ctx.Err()
-	}
-	select {
-	case <-b.after(wait):
-		return nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		if b.next.Equal(at.Add(b.interval)) {
-			b.next = at
+	if wait := at.Sub(now); wait > 0 {
+		select {
+		case <-b.after(wait):
+			return nil
+		case <-ctx.Done():
 		}
-		b.mu.Unlock()
-		return ctx.Err()
+	} else if ctx.Err() == nil {
+		return nil
 	}
+	// Given up: hand the slot back, whether the wait was cut short or ctx had ended
+	// before it began.
+	b.mu.Lock()
+	if b.next.Equal(at.Add(b.interval)) {
+		b.next = at
+	}
+	b.mu.Unlock()
+	return ctx.Err()
 }
 
 // Provider sends through Next once Bucket allows. A send cut short while waiting was

@@ -110,3 +110,19 @@ func TestSendCutShortWhileWaitingIsTemporaryAndNotSent(t *testing.T) {
 		t.Fatalf("next send: %v, delivered %d", err, f.Delivered("c"))
 	}
 }
+
+// A Wait whose ctx had already ended when its slot came up sends nothing, so it hands
+// the slot back: the next Wait goes at once instead of one interval later.
+func TestEndedWaitHandsBackAFreeSlot(t *testing.T) {
+	clock := outbox.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := ratelimit.NewBucket(1, clock.Now, clock.After)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with an ended ctx: %v, want context.Canceled", err)
+	}
+	done := startWaits(t, b, clock, 1)
+	if got := len(done); got != 1 {
+		t.Fatal("the next send waited for the slot an ended wait never used")
+	}
+}

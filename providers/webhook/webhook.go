@@ -68,16 +68,9 @@ func New(cfg Config) *Provider {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "form_outbox"
 	}
-	var c http.Client
-	if cfg.Client != nil {
-		c = *cfg.Client
-	} else {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
-	}
 	// Following a redirect would send the signed body somewhere the operator never
 	// configured; the 3xx itself is reported instead.
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Provider{cfg: cfg, client: &c}
+	return &Provider{cfg: cfg, client: providers.NoRedirectClient(cfg.Client)}
 }
 
 // Name implements providers.Provider.
@@ -161,7 +154,7 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 		if errors.Is(err, context.DeadlineExceeded) {
 			code = "timeout"
 		}
-		return res, &providers.Error{Class: class, Code: code, Err: fmt.Errorf("post webhook: %w", redactURL(err))}
+		return res, &providers.Error{Class: class, Code: code, Err: fmt.Errorf("post webhook: %w", providers.WithoutURL(err))}
 	}
 	defer resp.Body.Close()
 	// Drain a little so the connection can be reused; the body itself is not needed.
@@ -195,16 +188,6 @@ func classifyStatus(resp *http.Response) error {
 		return &providers.Error{Class: providers.Temporary, HTTPStatus: s,
 			Err: fmt.Errorf("unexpected webhook answer %s", resp.Status)}
 	}
-}
-
-// redactURL drops the URL from transport errors: a target URL can carry a token in its
-// query, and the error text is stored in the attempt history.
-func redactURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
 }
 
 var _ providers.Provider = (*Provider)(nil)
