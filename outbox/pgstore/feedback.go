@@ -22,12 +22,10 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM feedback_receipts WHERE received_at < $1`,
-			f.ReceivedAt.Add(-outbox.FeedbackReceiptTTL)); err != nil {
+		if _, err := tx.Exec(ctx, qForgetOldReceipts, f.ReceivedAt.Add(-outbox.FeedbackReceiptTTL)); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO feedback_receipts (source, receipt_id, received_at)
-			VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, f.Source, f.ReceiptID, f.ReceivedAt)
+		tag, err := tx.Exec(ctx, qInsertReceipt, f.Source, f.ReceiptID, f.ReceivedAt)
 		if err != nil {
 			return err
 		}
@@ -35,17 +33,13 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 			return outbox.ErrFeedbackReplay
 		}
 		p := outbox.PlanFeedback(d, f)
-		if _, err := tx.Exec(ctx, `INSERT INTO delivery_feedback (delivery_id, source, kind,
-				bounce_type, diagnostic, provider_message_id, receipt_id, occurred_at, received_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, d.ID, f.Source, string(f.Kind), f.BounceType,
+		if _, err := tx.Exec(ctx, qInsertFeedback, d.ID, f.Source, string(f.Kind), f.BounceType,
 			outbox.TruncateDiagnostic(f.Diagnostic), f.ProviderMessageID, f.ReceiptID,
 			orTime(f.OccurredAt, f.ReceivedAt), f.ReceivedAt); err != nil {
 			return err
 		}
 		if p.Dead {
-			if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'dead', last_error = $1,
-					updated_at = $2 WHERE id = $3 AND status = 'sent'`,
-				p.LastError, f.ReceivedAt, d.ID); err != nil {
+			if _, err := tx.Exec(ctx, qBounceDelivery, p.LastError, f.ReceivedAt, d.ID); err != nil {
 				return err
 			}
 			d.Status, d.LastError, d.UpdatedAt = outbox.DeliveryDead, p.LastError, f.ReceivedAt
@@ -57,8 +51,7 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 			}
 			res.Suppressed = n > 0
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES ($1, $2, $3, $4, $5)`, p.Event.Kind, d.SubmissionID, d.ID,
+		if _, err := tx.Exec(ctx, qInsertEvent, p.Event.Kind, d.SubmissionID, d.ID,
 			string(p.Event.Data), p.Event.At); err != nil {
 			return err
 		}
@@ -75,8 +68,7 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 // carries, else by the provider's message id (email deliveries only).
 func feedbackDelivery(ctx context.Context, tx pgx.Tx, f outbox.Feedback) (outbox.Delivery, error) {
 	if f.DeliveryID != uuid.Nil {
-		d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-			WHERE id = $1 AND channel = 'email' FOR UPDATE`, f.DeliveryID))
+		d, err := scanDelivery(tx.QueryRow(ctx, qFeedbackDeliveryByID, f.DeliveryID))
 		if err == nil {
 			return d, nil
 		}
@@ -87,8 +79,7 @@ func feedbackDelivery(ctx context.Context, tx pgx.Tx, f outbox.Feedback) (outbox
 	if f.ProviderMessageID == "" {
 		return outbox.Delivery{}, outbox.ErrNotFound
 	}
-	d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE provider_message_id = $1 AND channel = 'email' LIMIT 1 FOR UPDATE`, f.ProviderMessageID))
+	d, err := scanDelivery(tx.QueryRow(ctx, qFeedbackDeliveryByMessageID, f.ProviderMessageID))
 	if isNoRows(err) {
 		return d, outbox.ErrNotFound
 	}
@@ -97,9 +88,7 @@ func feedbackDelivery(ctx context.Context, tx pgx.Tx, f outbox.Feedback) (outbox
 
 // ListFeedback returns a delivery's feedback, oldest first.
 func (s *Store) ListFeedback(ctx context.Context, deliveryID uuid.UUID) ([]outbox.Feedback, error) {
-	rows, err := s.pool.Query(ctx, `SELECT delivery_id, source, kind, bounce_type, diagnostic,
-			provider_message_id, receipt_id, occurred_at, received_at
-		FROM delivery_feedback WHERE delivery_id = $1 ORDER BY id`, deliveryID)
+	rows, err := s.pool.Query(ctx, qListFeedback, deliveryID)
 	if err != nil {
 		return nil, fmt.Errorf("list feedback of %s: %w", deliveryID, err)
 	}
@@ -125,9 +114,7 @@ func addSuppression(ctx context.Context, tx pgx.Tx, sp outbox.Suppression) (int6
 	if sp.DeliveryID != uuid.Nil {
 		did = &sp.DeliveryID
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO suppressions (address, reason, delivery_id, created_at)
-		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-		outbox.NormalizeAddress(sp.Address), sp.Reason, did, orNow(sp.CreatedAt))
+	tag, err := tx.Exec(ctx, qInsertSuppression, outbox.NormalizeAddress(sp.Address), sp.Reason, did, orNow(sp.CreatedAt))
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +135,7 @@ func (s *Store) AddSuppression(ctx context.Context, sp outbox.Suppression) error
 
 // RemoveSuppression takes an address off the list.
 func (s *Store) RemoveSuppression(ctx context.Context, address string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM suppressions WHERE address = $1`, outbox.NormalizeAddress(address))
+	tag, err := s.pool.Exec(ctx, qDeleteSuppression, outbox.NormalizeAddress(address))
 	if err != nil {
 		return fmt.Errorf("remove suppression: %w", err)
 	}
@@ -160,8 +147,7 @@ func (s *Store) RemoveSuppression(ctx context.Context, address string) error {
 
 // ListSuppressions returns the newest suppressions first.
 func (s *Store) ListSuppressions(ctx context.Context, limit int) ([]outbox.Suppression, error) {
-	rows, err := s.pool.Query(ctx, `SELECT address, reason, delivery_id, created_at FROM suppressions
-		ORDER BY created_at DESC, address LIMIT $1`, outbox.PageLimit(limit))
+	rows, err := s.pool.Query(ctx, qListSuppressions, outbox.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list suppressions: %w", err)
 	}
@@ -186,8 +172,7 @@ func (s *Store) ListSuppressions(ctx context.Context, limit int) ([]outbox.Suppr
 // IsSuppressed reports whether address is on the list.
 func (s *Store) IsSuppressed(ctx context.Context, address string) (bool, error) {
 	var found bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM suppressions WHERE address = $1)`,
-		outbox.NormalizeAddress(address)).Scan(&found)
+	err := s.pool.QueryRow(ctx, qIsSuppressed, outbox.NormalizeAddress(address)).Scan(&found)
 	if err != nil {
 		return false, fmt.Errorf("check suppression: %w", err)
 	}

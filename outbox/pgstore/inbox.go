@@ -22,42 +22,36 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	limit := outbox.PageLimit(f.Limit)
 	var q query
 	if len(f.Forms) > 0 {
-		q.where("s.form = ANY($?)", f.Forms)
+		q.where(qSearchFormIn, f.Forms)
 	}
 	if f.Status != "" {
-		q.where("s.status = $?", string(f.Status))
+		q.where(qSearchStatusIs, string(f.Status))
 	}
-	// Unfinished deliveries are few and the status index finds them, so the
-	// membership test reads that small set rather than every submission's deliveries.
 	switch f.Delivery {
 	case "":
 	case outbox.DeliveryStateDead:
-		q.where("s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status = 'dead')")
+		q.where(qSearchDeliveryDead)
 	case outbox.DeliveryStatePending:
-		q.where("s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status IN ('pending', 'failed', 'sending'))")
+		q.where(qSearchDeliveryPending)
 	default:
 		return nil, "", fmt.Errorf("search submissions: unknown delivery state %q", f.Delivery)
 	}
 	if !f.Since.IsZero() {
-		q.where("s.created_at >= $?", f.Since)
+		q.where(qSearchSince, f.Since)
 	}
 	if !f.Until.IsZero() {
-		q.where("s.created_at < $?", f.Until)
+		q.where(qSearchUntil, f.Until)
 	}
 	if f.Search != "" {
-		// ILIKE folds more than ASCII case; the contract promises only ASCII.
-		// The ILIKE over the stored text (json is kept as text) parses no JSON, several
-		// times cheaper per row, and leaves the exact test below only the rows it passes.
 		if outbox.RawSearchable(f.Search) {
-			q.where(`s.data::text ILIKE $? ESCAPE '\'`, outbox.LikePattern(f.Search))
+			q.where(qSearchRawText, outbox.LikePattern(f.Search))
 		}
-		q.where(`EXISTS (SELECT 1 FROM json_each_text(s.data) j WHERE j.value ILIKE $? ESCAPE '\')`, outbox.LikePattern(f.Search))
+		q.where(qSearchFieldValue, outbox.LikePattern(f.Search))
 	}
 	if !cur.IsZero() {
-		q.where("(s.created_at, s.id) < ($?, $?)", cur.At, cur.ID)
+		q.where(qSearchBeforeCursor, cur.At, cur.ID)
 	}
-	sql, args := q.build(`SELECT s.id, s.form, s.status, s.reason, s.data, s.meta, s.idempotency_key,
-		s.content_hash, s.test, s.created_at FROM submissions s`, `ORDER BY s.created_at DESC, s.id DESC`, limit+1)
+	sql, args := q.build(qSearchSubmissions, qSearchSubmissionsOrder, limit+1)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
@@ -76,9 +70,9 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	return out, next, nil
 }
 
-// SubmissionForms runs outbox.SubmissionFormsQuery: one index seek per form.
+// SubmissionForms lists the forms with one index seek per form (queries/inbox.sql).
 func (s *Store) SubmissionForms(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, outbox.SubmissionFormsQuery)
+	rows, err := s.pool.Query(ctx, qSubmissionForms)
 	if err != nil {
 		return nil, fmt.Errorf("submission forms: %w", err)
 	}
@@ -97,10 +91,7 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 	if len(forms) > 0 {
 		formsArg = forms
 	}
-	rows, err := s.pool.Query(ctx, `SELECT form, status, test,
-			COUNT(*) FILTER (WHERE created_at >= $1), COUNT(*) FILTER (WHERE created_at >= $2), COUNT(*)
-		FROM submissions WHERE $3::text[] IS NULL OR form = ANY($3)
-		GROUP BY form, status, test ORDER BY form, status, test`, dayStart, weekStart, formsArg)
+	rows, err := s.pool.Query(ctx, qOverviewSubmissions, dayStart, weekStart, formsArg)
 	if err != nil {
 		return ov, fmt.Errorf("overview: %w", err)
 	}
@@ -114,10 +105,7 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 	if err != nil {
 		return ov, fmt.Errorf("overview: %w", err)
 	}
-	rows, err = s.pool.Query(ctx, `SELECT s.form, d.status, COUNT(*)
-		FROM deliveries d JOIN submissions s ON s.id = d.submission_id
-		WHERE d.status IN ('pending', 'sending', 'failed', 'dead') AND ($1::text[] IS NULL OR s.form = ANY($1))
-		GROUP BY s.form, d.status ORDER BY s.form, d.status`, formsArg)
+	rows, err = s.pool.Query(ctx, qOverviewDeliveries, formsArg)
 	if err != nil {
 		return ov, fmt.Errorf("overview: %w", err)
 	}
@@ -136,8 +124,7 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 
 // SubmissionEvents reads the events_submission index.
 func (s *Store) SubmissionEvents(ctx context.Context, id uuid.UUID) ([]outbox.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, kind, submission_id, delivery_id, data, at FROM events
-		WHERE submission_id = $1 ORDER BY id`, id)
+	rows, err := s.pool.Query(ctx, qSubmissionEvents, id)
 	if err != nil {
 		return nil, fmt.Errorf("submission events: %w", err)
 	}
@@ -158,8 +145,7 @@ func (s *Store) Act(ctx context.Context, a outbox.Action) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES ($1, $2, $3, $4, $5)`, ev.Kind, nullID(ev.SubmissionID), nullID(ev.DeliveryID),
+		_, err = tx.Exec(ctx, qInsertEvent, ev.Kind, nullID(ev.SubmissionID), nullID(ev.DeliveryID),
 			string(ev.Data), ev.At)
 		return err
 	})
@@ -175,9 +161,7 @@ func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error)
 	}
 	if a.Kind == outbox.ActionRetry {
 		var status, route, form string
-		err := tx.QueryRow(ctx, `SELECT d.status, d.route, d.submission_id, s.form
-			FROM deliveries d JOIN submissions s ON s.id = d.submission_id WHERE d.id = $1 FOR UPDATE OF d`,
-			a.DeliveryID).Scan(&status, &route, &a.SubmissionID, &form)
+		err := tx.QueryRow(ctx, qActRetryTarget, a.DeliveryID).Scan(&status, &route, &a.SubmissionID, &form)
 		if isNoRows(err) {
 			return outbox.Event{}, outbox.ErrNotFound
 		}
@@ -187,15 +171,13 @@ func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error)
 		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
 			return outbox.Event{}, outbox.ErrNotRetryable
 		}
-		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-			next_attempt_at = $2, updated_at = $2 WHERE id = $1`, a.DeliveryID, a.Now); err != nil {
+		if _, err := tx.Exec(ctx, qActRetry, a.DeliveryID, a.Now); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, route, status, "")
 	}
 	var form, status, reason string
-	err := tx.QueryRow(ctx, `SELECT form, status, reason FROM submissions WHERE id = $1 FOR UPDATE`,
-		a.SubmissionID).Scan(&form, &status, &reason)
+	err := tx.QueryRow(ctx, qActSubmissionTarget, a.SubmissionID).Scan(&form, &status, &reason)
 	if isNoRows(err) {
 		return outbox.Event{}, outbox.ErrNotFound
 	}
@@ -208,12 +190,10 @@ func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error)
 		if status != string(outbox.SubmissionQuarantined) && status != string(outbox.SubmissionSpam) {
 			return outbox.Event{}, outbox.ErrNotReleasable
 		}
-		if _, err := tx.Exec(ctx, `UPDATE submissions SET status = 'accepted', reason = '' WHERE id = $1`, id); err != nil {
+		if _, err := tx.Exec(ctx, qActRelease, id); err != nil {
 			return outbox.Event{}, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-				next_attempt_at = $2, updated_at = $2
-			WHERE submission_id = $1 AND status = 'skipped'`, id, a.Now); err != nil {
+		if _, err := tx.Exec(ctx, qActReleaseDeliveries, id, a.Now); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, "", status, reason)
@@ -221,18 +201,15 @@ func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error)
 		if status != string(outbox.SubmissionAccepted) {
 			return outbox.Event{}, outbox.ErrNotSpammable
 		}
-		if _, err := tx.Exec(ctx, `UPDATE submissions SET status = 'spam', reason = $2 WHERE id = $1`,
-			id, outbox.ReasonOperator); err != nil {
+		if _, err := tx.Exec(ctx, qActMarkSpam, id, outbox.ReasonOperator); err != nil {
 			return outbox.Event{}, err
 		}
-		// A leased delivery is the worker's until its fenced write; the rest never goes.
-		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'skipped', updated_at = $2
-			WHERE submission_id = $1 AND status IN ('pending', 'failed', 'dead')`, id, a.Now); err != nil {
+		if _, err := tx.Exec(ctx, qActSkipDeliveries, id, a.Now); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, "", status, "")
 	case outbox.ActionErase:
-		if _, err := tx.Exec(ctx, `DELETE FROM submissions WHERE id = $1`, id); err != nil {
+		if _, err := tx.Exec(ctx, qActErase, id); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, "", "", "")
@@ -248,17 +225,14 @@ func unsuppress(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event,
 	a.Address = outbox.NormalizeAddress(a.Address)
 	var reason, form string
 	var deliveryID, submissionID *uuid.UUID
-	err := tx.QueryRow(ctx, `SELECT sp.reason, d.id, d.submission_id, COALESCE(s.form, '')
-		FROM suppressions sp LEFT JOIN deliveries d ON d.id = sp.delivery_id
-		LEFT JOIN submissions s ON s.id = d.submission_id WHERE sp.address = $1 FOR UPDATE OF sp`,
-		a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
+	err := tx.QueryRow(ctx, qActUnsuppressTarget, a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
 	if isNoRows(err) {
 		return outbox.Event{}, outbox.ErrNotFound
 	}
 	if err != nil {
 		return outbox.Event{}, err
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE address = $1`, a.Address); err != nil {
+	if _, err := tx.Exec(ctx, qDeleteSuppression, a.Address); err != nil {
 		return outbox.Event{}, err
 	}
 	if deliveryID != nil && submissionID != nil {

@@ -29,12 +29,12 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 	limit := outbox.PageLimit(f.Limit)
 	var q query
 	if f.Status != "" {
-		q.where("status = $?", string(f.Status))
+		q.where(qDeliveryStatusIs, string(f.Status))
 	}
 	if !cur.IsZero() {
-		q.where("(next_attempt_at, id) < ($?, $?)", cur.At, cur.ID)
+		q.where(qDeliveryBeforeCursor, cur.At, cur.ID)
 	}
-	sql, args := q.build(`SELECT `+deliveryColumns+` FROM deliveries`, `ORDER BY next_attempt_at DESC, id DESC`, limit+1)
+	sql, args := q.build(qDeliveriesByStatus, qDeliveriesByStatusOrder, limit+1)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
@@ -89,12 +89,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 		waiting, sending int64
 		oldest           *time.Time
 	)
-	err := s.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
-			(SELECT count(*) FROM deliveries WHERE status = 'sending'),
-			(SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= $1),
-			(SELECT min(next_attempt_at) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= $1),
-			(SELECT count(*) FROM deliveries WHERE status = 'dead')`, now).
+	err := s.pool.QueryRow(ctx, qStats, now).
 		Scan(&waiting, &sending, &st.Due, &oldest, &st.Dead)
 	if err != nil {
 		return st, fmt.Errorf("outbox stats: %w", err)
@@ -114,19 +109,12 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.
 		return res, fmt.Errorf("prune: batch must be positive")
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM submissions WHERE id IN (
-				SELECT s.id FROM submissions s
-				WHERE s.created_at < $1 AND NOT EXISTS (
-					SELECT 1 FROM deliveries d
-					WHERE d.submission_id = s.id AND d.status NOT IN ('sent', 'dead', 'skipped'))
-				ORDER BY s.created_at LIMIT $2
-				FOR UPDATE SKIP LOCKED)`, before, batch)
+		tag, err := tx.Exec(ctx, qPruneSubmissions, before, batch)
 		if err != nil {
 			return fmt.Errorf("submissions: %w", err)
 		}
 		res.Submissions = int(tag.RowsAffected())
-		tag, err = tx.Exec(ctx, `DELETE FROM events WHERE id IN (
-				SELECT id FROM events ORDER BY id LIMIT $2) AND at < $1`, before, batch)
+		tag, err = tx.Exec(ctx, qPruneEvents, before, batch)
 		if err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
@@ -155,7 +143,7 @@ func (s *Store) LockPruner(ctx context.Context) (func(), bool, error) {
 	}
 	key := pruneLockKey(s.schema)
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, qTryPrunerLock, key).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, false, fmt.Errorf("lock pruner: %w", err)
 	}
@@ -166,7 +154,7 @@ func (s *Store) LockPruner(ctx context.Context) (func(), bool, error) {
 	unlock := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		if _, err := conn.Exec(ctx, qPrunerUnlock, key); err != nil {
 			// A session whose unlock failed may still hold the lock: close it so the
 			// lock goes with it instead of returning it to the pool.
 			conn.Conn().Close(ctx)

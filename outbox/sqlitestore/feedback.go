@@ -21,12 +21,10 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM feedback_receipts WHERE received_at < ?`,
-			micros(f.ReceivedAt.Add(-outbox.FeedbackReceiptTTL))); err != nil {
+		if _, err := tx.ExecContext(ctx, qForgetOldReceipts, micros(f.ReceivedAt.Add(-outbox.FeedbackReceiptTTL))); err != nil {
 			return err
 		}
-		r, err := tx.ExecContext(ctx, `INSERT INTO feedback_receipts (source, receipt_id, received_at)
-			VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, f.Source, f.ReceiptID, micros(f.ReceivedAt))
+		r, err := tx.ExecContext(ctx, qInsertReceipt, f.Source, f.ReceiptID, micros(f.ReceivedAt))
 		if err != nil {
 			return err
 		}
@@ -36,17 +34,13 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 			return outbox.ErrFeedbackReplay
 		}
 		p := outbox.PlanFeedback(d, f)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_feedback (delivery_id, source, kind,
-				bounce_type, diagnostic, provider_message_id, receipt_id, occurred_at, received_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, d.ID.String(), f.Source, string(f.Kind), f.BounceType,
+		if _, err := tx.ExecContext(ctx, qInsertFeedback, d.ID.String(), f.Source, string(f.Kind), f.BounceType,
 			outbox.TruncateDiagnostic(f.Diagnostic), f.ProviderMessageID, f.ReceiptID,
 			micros(orTime(f.OccurredAt, f.ReceivedAt)), micros(f.ReceivedAt)); err != nil {
 			return err
 		}
 		if p.Dead {
-			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', last_error = ?,
-					updated_at = ? WHERE id = ? AND status = 'sent'`,
-				p.LastError, micros(f.ReceivedAt), d.ID.String()); err != nil {
+			if _, err := tx.ExecContext(ctx, qBounceDelivery, p.LastError, micros(f.ReceivedAt), d.ID.String()); err != nil {
 				return err
 			}
 			d.Status, d.LastError, d.UpdatedAt = outbox.DeliveryDead, p.LastError, f.ReceivedAt
@@ -58,8 +52,7 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 			}
 			res.Suppressed = n > 0
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, ?, ?, ?)`, p.Event.Kind, d.SubmissionID.String(), d.ID.String(),
+		if _, err := tx.ExecContext(ctx, qInsertEvent, p.Event.Kind, d.SubmissionID.String(), d.ID.String(),
 			string(p.Event.Data), micros(p.Event.At)); err != nil {
 			return err
 		}
@@ -76,8 +69,7 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 // the provider's message id (email deliveries only).
 func feedbackDelivery(ctx context.Context, tx *sql.Tx, f outbox.Feedback) (outbox.Delivery, error) {
 	if f.DeliveryID != uuid.Nil {
-		d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-			WHERE id = ? AND channel = 'email'`, f.DeliveryID.String()))
+		d, err := scanDelivery(tx.QueryRowContext(ctx, qFeedbackDeliveryByID, f.DeliveryID.String()))
 		if err == nil {
 			return d, nil
 		}
@@ -88,8 +80,7 @@ func feedbackDelivery(ctx context.Context, tx *sql.Tx, f outbox.Feedback) (outbo
 	if f.ProviderMessageID == "" {
 		return outbox.Delivery{}, outbox.ErrNotFound
 	}
-	d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE provider_message_id = ? AND channel = 'email' LIMIT 1`, f.ProviderMessageID))
+	d, err := scanDelivery(tx.QueryRowContext(ctx, qFeedbackDeliveryByMessageID, f.ProviderMessageID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, outbox.ErrNotFound
 	}
@@ -98,9 +89,7 @@ func feedbackDelivery(ctx context.Context, tx *sql.Tx, f outbox.Feedback) (outbo
 
 // ListFeedback returns a delivery's feedback, oldest first.
 func (s *Store) ListFeedback(ctx context.Context, deliveryID uuid.UUID) ([]outbox.Feedback, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT delivery_id, source, kind, bounce_type, diagnostic,
-			provider_message_id, receipt_id, occurred_at, received_at
-		FROM delivery_feedback WHERE delivery_id = ? ORDER BY id`, deliveryID.String())
+	rows, err := s.r.QueryContext(ctx, qListFeedback, deliveryID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list feedback of %s: %w", deliveryID, err)
 	}
@@ -135,9 +124,7 @@ func addSuppression(ctx context.Context, tx *sql.Tx, sp outbox.Suppression) (int
 	if sp.DeliveryID != uuid.Nil {
 		did = sql.NullString{String: sp.DeliveryID.String(), Valid: true}
 	}
-	r, err := tx.ExecContext(ctx, `INSERT INTO suppressions (address, reason, delivery_id, created_at)
-		VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		outbox.NormalizeAddress(sp.Address), sp.Reason, did, micros(orNow(sp.CreatedAt)))
+	r, err := tx.ExecContext(ctx, qInsertSuppression, outbox.NormalizeAddress(sp.Address), sp.Reason, did, micros(orNow(sp.CreatedAt)))
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +146,7 @@ func (s *Store) AddSuppression(ctx context.Context, sp outbox.Suppression) error
 // RemoveSuppression takes an address off the list.
 func (s *Store) RemoveSuppression(ctx context.Context, address string) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM suppressions WHERE address = ?`, outbox.NormalizeAddress(address))
+		r, err := tx.ExecContext(ctx, qDeleteSuppression, outbox.NormalizeAddress(address))
 		if err != nil {
 			return err
 		}
@@ -178,8 +165,7 @@ func (s *Store) RemoveSuppression(ctx context.Context, address string) error {
 
 // ListSuppressions returns the newest suppressions first.
 func (s *Store) ListSuppressions(ctx context.Context, limit int) ([]outbox.Suppression, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT address, reason, delivery_id, created_at FROM suppressions
-		ORDER BY created_at DESC, address LIMIT ?`, outbox.PageLimit(limit))
+	rows, err := s.r.QueryContext(ctx, qListSuppressions, outbox.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list suppressions: %w", err)
 	}
@@ -211,8 +197,7 @@ func (s *Store) ListSuppressions(ctx context.Context, limit int) ([]outbox.Suppr
 // IsSuppressed reports whether address is on the list.
 func (s *Store) IsSuppressed(ctx context.Context, address string) (bool, error) {
 	var one int
-	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM suppressions WHERE address = ?`,
-		outbox.NormalizeAddress(address)).Scan(&one)
+	err := s.r.QueryRowContext(ctx, qIsSuppressed, outbox.NormalizeAddress(address)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

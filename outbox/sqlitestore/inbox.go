@@ -31,46 +31,35 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 		where, args = append(where, cond), append(args, formArgs...)
 	}
 	if f.Status != "" {
-		where, args = append(where, "s.status = ?"), append(args, string(f.Status))
+		where, args = append(where, qSearchStatusIs), append(args, string(f.Status))
 	}
-	// Unfinished deliveries are few and the status index finds them, so the
-	// membership test reads that small set rather than every submission's deliveries.
 	switch f.Delivery {
 	case "":
 	case outbox.DeliveryStateDead:
-		where = append(where, "s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status = 'dead')")
+		where = append(where, qSearchDeliveryDead)
 	case outbox.DeliveryStatePending:
-		where = append(where, "s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status IN ('pending', 'failed', 'sending'))")
+		where = append(where, qSearchDeliveryPending)
 	default:
 		return nil, "", fmt.Errorf("search submissions: unknown delivery state %q", f.Delivery)
 	}
 	if !f.Since.IsZero() {
-		where, args = append(where, "s.created_at >= ?"), append(args, micros(f.Since))
+		where, args = append(where, qSearchSince), append(args, micros(f.Since))
 	}
 	if !f.Until.IsZero() {
-		where, args = append(where, "s.created_at < ?"), append(args, micros(f.Until))
+		where, args = append(where, qSearchUntil), append(args, micros(f.Until))
 	}
 	if f.Search != "" {
-		// The LIKE over the stored text reads no JSON, several times cheaper per row than
-		// json_each, and leaves the exact test below only the few rows it passes.
 		if outbox.RawSearchable(f.Search) {
-			where, args = append(where, `s.data LIKE ? ESCAPE '\'`), append(args, outbox.LikePattern(f.Search))
+			where, args = append(where, qSearchRawText), append(args, outbox.LikePattern(f.Search))
 		}
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(s.data) j WHERE j.value LIKE ? ESCAPE '\')`)
+		where = append(where, qSearchFieldValue)
 		args = append(args, outbox.LikePattern(f.Search))
 	}
 	if !cur.IsZero() {
-		// The range comes first and alone: written as one OR, SQLite plans it as two index
-		// searches merged and sorted, reading every row older than the cursor (1.6 s at
-		// page 101 of a million rows); as a range plus a filter it reads one page.
-		where = append(where, "s.created_at <= ? AND (s.created_at < ? OR s.id < ?)")
+		where = append(where, qSearchBeforeCursor)
 		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
 	}
-	q := `SELECT s.` + strings.ReplaceAll(submissionColumns, ", ", ", s.") + ` FROM submissions s`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY s.created_at DESC, s.id DESC LIMIT ?`
+	q := buildQuery(qSearchSubmissions, where, qSearchSubmissionsOrder)
 	args = append(args, limit+1)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -92,9 +81,9 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	return out, next, nil
 }
 
-// SubmissionForms runs outbox.SubmissionFormsQuery: one index seek per form.
+// SubmissionForms lists the forms with one index seek per form (queries/inbox.sql).
 func (s *Store) SubmissionForms(ctx context.Context) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, outbox.SubmissionFormsQuery)
+	rows, err := s.r.QueryContext(ctx, qSubmissionForms)
 	if err != nil {
 		return nil, fmt.Errorf("submission forms: %w", err)
 	}
@@ -122,10 +111,7 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 		formCond, formArgs = formIn(forms)
 		formCond = " AND " + formCond
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT s.form, s.status, s.test,
-			SUM(s.created_at >= ?), SUM(s.created_at >= ?), COUNT(*)
-		FROM submissions s WHERE 1 = 1`+formCond+`
-		GROUP BY s.form, s.status, s.test ORDER BY s.form, s.status, s.test`,
+	rows, err := s.r.QueryContext(ctx, qOverviewSubmissions+formCond+" "+qOverviewSubmissionsGroup,
 		append([]any{micros(dayStart), micros(weekStart)}, formArgs...)...)
 	if err != nil {
 		return ov, fmt.Errorf("overview: %w", err)
@@ -143,10 +129,7 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 	if err := rows.Err(); err != nil {
 		return ov, fmt.Errorf("overview: %w", err)
 	}
-	drows, err := s.r.QueryContext(ctx, `SELECT s.form, d.status, COUNT(*)
-		FROM deliveries d JOIN submissions s ON s.id = d.submission_id
-		WHERE d.status IN ('pending', 'sending', 'failed', 'dead')`+formCond+`
-		GROUP BY s.form, d.status ORDER BY s.form, d.status`, formArgs...)
+	drows, err := s.r.QueryContext(ctx, qOverviewDeliveries+formCond+" "+qOverviewDeliveriesGroup, formArgs...)
 	if err != nil {
 		return ov, fmt.Errorf("overview: %w", err)
 	}
@@ -168,8 +151,7 @@ func (s *Store) Overview(ctx context.Context, forms []string, dayStart, weekStar
 
 // SubmissionEvents reads the events_submission index.
 func (s *Store) SubmissionEvents(ctx context.Context, id uuid.UUID) ([]outbox.Event, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, kind, submission_id, delivery_id, data, at FROM events
-		WHERE submission_id = ? ORDER BY id`, id.String())
+	rows, err := s.r.QueryContext(ctx, qSubmissionEvents, id.String())
 	if err != nil {
 		return nil, fmt.Errorf("submission events: %w", err)
 	}
@@ -190,8 +172,7 @@ func (s *Store) Act(ctx context.Context, a outbox.Action) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO events (kind, submission_id, delivery_id, data, at)
-			VALUES (?, ?, ?, ?, ?)`, ev.Kind, nullUUID(ev.SubmissionID), nullUUID(ev.DeliveryID),
+		_, err = tx.ExecContext(ctx, qInsertEvent, ev.Kind, nullUUID(ev.SubmissionID), nullUUID(ev.DeliveryID),
 			string(ev.Data), micros(ev.At))
 		return err
 	})
@@ -215,9 +196,7 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 	}
 	if a.Kind == outbox.ActionRetry {
 		var status, route, subID, form string
-		err := tx.QueryRowContext(ctx, `SELECT d.status, d.route, d.submission_id, s.form
-			FROM deliveries d JOIN submissions s ON s.id = d.submission_id WHERE d.id = ?`,
-			a.DeliveryID.String()).Scan(&status, &route, &subID, &form)
+		err := tx.QueryRowContext(ctx, qActRetryTarget, a.DeliveryID.String()).Scan(&status, &route, &subID, &form)
 		if errors.Is(err, sql.ErrNoRows) {
 			return outbox.Event{}, outbox.ErrNotFound
 		}
@@ -230,15 +209,13 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 		if a.SubmissionID, err = uuid.Parse(subID); err != nil {
 			return outbox.Event{}, err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-			next_attempt_at = ?1, updated_at = ?1 WHERE id = ?2`, now, a.DeliveryID.String()); err != nil {
+		if _, err := tx.ExecContext(ctx, qActRetry, now, a.DeliveryID.String()); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, route, status, "")
 	}
 	var form, status, reason string
-	err := tx.QueryRowContext(ctx, `SELECT form, status, reason FROM submissions WHERE id = ?`,
-		a.SubmissionID.String()).Scan(&form, &status, &reason)
+	err := tx.QueryRowContext(ctx, qActSubmissionTarget, a.SubmissionID.String()).Scan(&form, &status, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return outbox.Event{}, outbox.ErrNotFound
 	}
@@ -251,12 +228,10 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 		if status != string(outbox.SubmissionQuarantined) && status != string(outbox.SubmissionSpam) {
 			return outbox.Event{}, outbox.ErrNotReleasable
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE submissions SET status = 'accepted', reason = '' WHERE id = ?`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, qActRelease, id); err != nil {
 			return outbox.Event{}, err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0,
-				next_attempt_at = ?1, updated_at = ?1
-			WHERE submission_id = ?2 AND status = 'skipped'`, now, id); err != nil {
+		if _, err := tx.ExecContext(ctx, qActReleaseDeliveries, now, id); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, "", status, reason)
@@ -264,18 +239,15 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 		if status != string(outbox.SubmissionAccepted) {
 			return outbox.Event{}, outbox.ErrNotSpammable
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE submissions SET status = 'spam', reason = ? WHERE id = ?`,
-			outbox.ReasonOperator, id); err != nil {
+		if _, err := tx.ExecContext(ctx, qActMarkSpam, outbox.ReasonOperator, id); err != nil {
 			return outbox.Event{}, err
 		}
-		// A leased delivery is the worker's until its fenced write; the rest never goes.
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'skipped', updated_at = ?1
-			WHERE submission_id = ?2 AND status IN ('pending', 'failed', 'dead')`, now, id); err != nil {
+		if _, err := tx.ExecContext(ctx, qActSkipDeliveries, now, id); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, "", status, "")
 	case outbox.ActionErase:
-		if _, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id = ?`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, qActErase, id); err != nil {
 			return outbox.Event{}, err
 		}
 		return outbox.ActionEvent(*a, form, "", "", "")
@@ -289,18 +261,14 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 func unsuppress(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.Event, error) {
 	a.Address = outbox.NormalizeAddress(a.Address)
 	var reason, deliveryID, submissionID, form string
-	err := tx.QueryRowContext(ctx, `SELECT sp.reason, COALESCE(d.id, ''), COALESCE(d.submission_id, ''),
-			COALESCE(s.form, '')
-		FROM suppressions sp LEFT JOIN deliveries d ON d.id = sp.delivery_id
-		LEFT JOIN submissions s ON s.id = d.submission_id WHERE sp.address = ?`,
-		a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
+	err := tx.QueryRowContext(ctx, qActUnsuppressTarget, a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
 	if errors.Is(err, sql.ErrNoRows) {
 		return outbox.Event{}, outbox.ErrNotFound
 	}
 	if err != nil {
 		return outbox.Event{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM suppressions WHERE address = ?`, a.Address); err != nil {
+	if _, err := tx.ExecContext(ctx, qDeleteSuppression, a.Address); err != nil {
 		return outbox.Event{}, err
 	}
 	if deliveryID != "" {
@@ -321,12 +289,21 @@ func nullUUID(id uuid.UUID) sql.NullString {
 	return sql.NullString{String: id.String(), Valid: true}
 }
 
-// formIn is the condition "s.form is one of forms" (forms not empty) and its arguments:
-// SQLite has no array parameter, so each form is its own placeholder.
+// formIn is FormIn (queries/inbox.sql) for forms (not empty), one placeholder each, and
+// its arguments.
 func formIn(forms []string) (string, []any) {
 	args := make([]any, len(forms))
 	for i, f := range forms {
 		args[i] = f
 	}
-	return "s.form IN (" + strings.TrimSuffix(strings.Repeat("?,", len(forms)), ",") + ")", args
+	return strings.Replace(qFormIn, "(?)", "("+strings.TrimSuffix(strings.Repeat("?, ", len(forms)), ", ")+")", 1), args
+}
+
+// buildQuery is head, then the conditions joined by AND (when there are any), then tail.
+func buildQuery(head string, conds []string, tail string) string {
+	q := head
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	return q + " " + tail
 }

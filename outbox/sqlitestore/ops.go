@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,17 +30,13 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 		args  []any
 	)
 	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(f.Status))
+		where, args = append(where, qDeliveryStatusIs), append(args, string(f.Status))
 	}
 	if !cur.IsZero() {
-		where = append(where, "(next_attempt_at < ? OR (next_attempt_at = ? AND id < ?))")
+		where = append(where, qDeliveryBeforeCursor)
 		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
 	}
-	q := `SELECT ` + deliveryColumns + ` FROM deliveries`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY next_attempt_at DESC, id DESC LIMIT ?`
+	q := buildQuery(qDeliveriesByStatus, where, qDeliveriesByStatusOrder)
 	args = append(args, limit+1)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -83,12 +78,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 		waiting, sending int64
 		oldest           sql.NullInt64
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT
-			(SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'failed')),
-			(SELECT COUNT(*) FROM deliveries WHERE status = 'sending'),
-			(SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= ?1),
-			(SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= ?1),
-			(SELECT COUNT(*) FROM deliveries WHERE status = 'dead')`, micros(now)).
+	err := s.r.QueryRowContext(ctx, qStats, micros(now)).
 		Scan(&waiting, &sending, &st.Due, &oldest, &st.Dead)
 	if err != nil {
 		return st, fmt.Errorf("outbox stats: %w", err)
@@ -107,12 +97,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.
 		return res, fmt.Errorf("prune: batch must be positive")
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id IN (
-				SELECT s.id FROM submissions s
-				WHERE s.created_at < ?1 AND NOT EXISTS (
-					SELECT 1 FROM deliveries d
-					WHERE d.submission_id = s.id AND d.status NOT IN ('sent', 'dead', 'skipped'))
-				ORDER BY s.created_at LIMIT ?2)`, micros(before), batch)
+		r, err := tx.ExecContext(ctx, qPruneSubmissions, micros(before), batch)
 		if err != nil {
 			return fmt.Errorf("submissions: %w", err)
 		}
@@ -121,8 +106,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.
 			return err
 		}
 		res.Submissions = int(n)
-		r, err = tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (
-				SELECT id FROM events ORDER BY id LIMIT ?2) AND at < ?1`, micros(before), batch)
+		r, err = tx.ExecContext(ctx, qPruneEvents, micros(before), batch)
 		if err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
