@@ -30,17 +30,6 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 	return nil
 }
 
-// Complete records the attempt and the delivery's new state in one transaction, fenced by
-// the lease token. The lease is cleared. The attempt row's number is c.Attempt.Attempt
-// (or the delivery's attempts when zero), raised past any number already in the history
-// so that attempts after a manual retry (which resets the budget) never collide with the
-// earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
-// and c.Now.
-func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
-	// One statement does it all (complete_batch.go); a lone completion is a batch of one.
-	return s.CompleteBatch(ctx, []outbox.Completion{c})[0]
-}
-
 // Release gives a lease back without charging the attempt the claim counted: attempts-1,
 // lease cleared, due at now. The status becomes failed when earlier attempts remain on
 // the count (a retry was already scheduled before this claim) and pending otherwise;

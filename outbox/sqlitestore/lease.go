@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
-	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
 )
 
 // Every write after a claim is fenced: it matches the row only while the row is still
@@ -31,26 +30,8 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 	return nil
 }
 
-// Complete records the attempt and the delivery's new state in one transaction, fenced by
-// the lease token. The lease is cleared. The attempt row's number is c.Attempt.Attempt
-// (or the delivery's attempts when zero), raised past any number already in the history
-// so that attempts after a manual retry (which resets the budget) never collide with the
-// earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
-// and c.Now.
-func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
-	c, err := completion.Plan(c)
-	if err != nil {
-		return err
-	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error { return completeIn(ctx, tx, c) })
-	if err != nil {
-		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
-	}
-	return nil
-}
-
-// completeIn is Complete's work inside the caller's write transaction, on a completion
-// completion.Plan has checked and filled.
+// completeIn records one completion inside the caller's write transaction (see
+// outbox.BatchCompleter), on a completion completion.Plan has checked and filled.
 func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 	var (
 		subID    string

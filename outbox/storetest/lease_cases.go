@@ -22,7 +22,7 @@ var _ = register("WrongLeaseTokenIsRejectedAndWritesNothing", func(t *testing.T,
 	}
 	for _, status := range []outbox.DeliveryStatus{outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead} {
 		c := completion(wrong, status, outbox.OutcomeSent, t0.Add(time.Second), &outbox.Event{Kind: outbox.EventDeliveryDead})
-		if err := s.Complete(ctx, c); !errors.Is(err, outbox.ErrLeaseLost) {
+		if err := outbox.CompleteOne(ctx, s, c); !errors.Is(err, outbox.ErrLeaseLost) {
 			t.Errorf("complete %s with a wrong token: err = %v, want ErrLeaseLost", status, err)
 		}
 	}
@@ -85,7 +85,7 @@ var _ = register("CompleteSentRecordsAttemptAndClearsLease", func(t *testing.T, 
 		t.Errorf("attempt row differs:\n got %+v\nwant %+v", as[0], c.Attempt)
 	}
 	// The same completion again is a late duplicate: fenced off, nothing added.
-	if err := s.Complete(ctx, c); !errors.Is(err, outbox.ErrLeaseLost) {
+	if err := outbox.CompleteOne(ctx, s, c); !errors.Is(err, outbox.ErrLeaseLost) {
 		t.Errorf("second complete: err = %v, want ErrLeaseLost", err)
 	}
 	if as, _ := s.ListAttempts(ctx, d.ID); len(as) != 1 {
@@ -165,7 +165,7 @@ var _ = register("StaleWorkerIsFencedAfterReclaim", func(t *testing.T, s outbox.
 
 	// A wakes up and reports, in every way it could.
 	for _, status := range []outbox.DeliveryStatus{outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead} {
-		if err := s.Complete(ctx, completion(a, status, outbox.OutcomeTemporary, later.Add(2*time.Second), nil)); !errors.Is(err, outbox.ErrLeaseLost) {
+		if err := outbox.CompleteOne(ctx, s, completion(a, status, outbox.OutcomeTemporary, later.Add(2*time.Second), nil)); !errors.Is(err, outbox.ErrLeaseLost) {
 			t.Errorf("stale complete %s: err = %v, want ErrLeaseLost", status, err)
 		}
 	}
@@ -285,7 +285,7 @@ var _ = register("CompleteChecksTheStatusAndFillsWhatIsUnset", func(t *testing.T
 	now := t0.Add(time.Second)
 
 	open := completion(d, outbox.DeliveryPending, outbox.OutcomeTemporary, now, nil)
-	if err := s.Complete(ctx, open); err == nil || errors.Is(err, outbox.ErrLeaseLost) {
+	if err := outbox.CompleteOne(ctx, s, open); err == nil || errors.Is(err, outbox.ErrLeaseLost) {
 		t.Errorf("complete to pending: err = %v, want a status error", err)
 	}
 	if got := getDelivery(t, s, d.ID); !reflect.DeepEqual(got, before) {
@@ -296,7 +296,7 @@ var _ = register("CompleteChecksTheStatusAndFillsWhatIsUnset", func(t *testing.T
 	c := completion(d, outbox.DeliveryFailed, outbox.OutcomeTemporary, now, &outbox.Event{Kind: "delivery.note"})
 	c.NextAttemptAt, c.Attempt.StartedAt, c.Attempt.FinishedAt = time.Time{}, time.Time{}, time.Time{}
 	ev := *c.Event
-	if err := s.Complete(ctx, c); err != nil {
+	if err := outbox.CompleteOne(ctx, s, c); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
 	if !reflect.DeepEqual(*c.Event, ev) {
