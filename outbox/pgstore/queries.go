@@ -17,7 +17,6 @@ var queryFiles embed.FS
 var queries = sqlq.MustLoad(queryFiles, "queries/*.sql")
 
 var (
-	acceptOneSQL = queries.Must("AcceptOne")
 	acceptSetSQL = queries.Must("AcceptSet")
 	duplicateSQL = queries.Must("FindDuplicate")
 
@@ -28,7 +27,6 @@ var (
 	qRetry          = queries.Must("Retry")
 	qDeliveryExists = queries.Must("DeliveryExists")
 
-	completeOneSQL = queries.Must("CompleteOne")
 	completeSetSQL = queries.Must("CompleteSet")
 
 	qGetSubmission  = queries.Must("GetSubmission")
