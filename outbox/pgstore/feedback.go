@@ -8,82 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // RecordFeedback matches, de-duplicates and applies one feedback report in one
-// transaction (see outbox.FeedbackStore). The receipt's primary key makes two instances
+// transaction (storeflow.RecordFeedback). The delivery's row lock (FOR UPDATE) orders
+// reports about one delivery, and the receipt's primary key makes two instances
 // receiving the same message at once safe: the second insert waits for the first
 // transaction and then finds the conflict.
 func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.FeedbackResult, error) {
-	f.ReceivedAt = orNow(f.ReceivedAt)
-	var res outbox.FeedbackResult
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		d, err := feedbackDelivery(ctx, tx, f)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, qForgetOldReceipts, f.ReceivedAt.Add(-outbox.FeedbackReceiptTTL)); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, qInsertReceipt, f.Source, f.ReceiptID, f.ReceivedAt)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return outbox.ErrFeedbackReplay
-		}
-		p := outbox.PlanFeedback(d, f)
-		if _, err := tx.Exec(ctx, qInsertFeedback, d.ID, f.Source, string(f.Kind), f.BounceType,
-			outbox.TruncateDiagnostic(f.Diagnostic), f.ProviderMessageID, f.ReceiptID,
-			orTime(f.OccurredAt, f.ReceivedAt), f.ReceivedAt); err != nil {
-			return err
-		}
-		if p.Dead {
-			if _, err := tx.Exec(ctx, qBounceDelivery, p.LastError, f.ReceivedAt, d.ID); err != nil {
-				return err
-			}
-			d.Status, d.LastError, d.UpdatedAt = outbox.DeliveryDead, p.LastError, f.ReceivedAt
-		}
-		if p.Suppress != nil {
-			n, err := addSuppression(ctx, tx, *p.Suppress)
-			if err != nil {
-				return err
-			}
-			res.Suppressed = n > 0
-		}
-		if _, err := tx.Exec(ctx, qInsertEvent, p.Event.Kind, d.SubmissionID, d.ID,
-			string(p.Event.Data), p.Event.At); err != nil {
-			return err
-		}
-		res.Delivery, res.Dead = d, p.Dead
-		return nil
-	})
-	if err != nil {
-		return outbox.FeedbackResult{}, fmt.Errorf("record %s feedback %s: %w", f.Source, f.ReceiptID, err)
-	}
-	return res, nil
-}
-
-// feedbackDelivery finds (and locks) the delivery a report is about: by the id it
-// carries, else by the provider's message id (email deliveries only).
-func feedbackDelivery(ctx context.Context, tx pgx.Tx, f outbox.Feedback) (outbox.Delivery, error) {
-	if f.DeliveryID != uuid.Nil {
-		d, err := scanDelivery(tx.QueryRow(ctx, qFeedbackDeliveryByID, f.DeliveryID))
-		if err == nil {
-			return d, nil
-		}
-		if !isNoRows(err) {
-			return d, err
-		}
-	}
-	if f.ProviderMessageID == "" {
-		return outbox.Delivery{}, outbox.ErrNotFound
-	}
-	d, err := scanDelivery(tx.QueryRow(ctx, qFeedbackDeliveryByMessageID, f.ProviderMessageID))
-	if isNoRows(err) {
-		return d, outbox.ErrNotFound
-	}
-	return d, err
+	return storeflow.RecordFeedback(ctx, flow{s}, f)
 }
 
 // ListFeedback returns a delivery's feedback, oldest first.
@@ -109,40 +43,14 @@ func (s *Store) ListFeedback(ctx context.Context, deliveryID uuid.UUID) ([]outbo
 	return out, nil
 }
 
-func addSuppression(ctx context.Context, tx pgx.Tx, sp outbox.Suppression) (int64, error) {
-	var did *uuid.UUID
-	if sp.DeliveryID != uuid.Nil {
-		did = &sp.DeliveryID
-	}
-	tag, err := tx.Exec(ctx, qInsertSuppression, outbox.NormalizeAddress(sp.Address), sp.Reason, did, orNow(sp.CreatedAt))
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
-}
-
 // AddSuppression adds an address; an address already listed keeps its first reason.
 func (s *Store) AddSuppression(ctx context.Context, sp outbox.Suppression) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := addSuppression(ctx, tx, sp)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("add suppression: %w", err)
-	}
-	return nil
+	return storeflow.AddSuppression(ctx, flow{s}, sp)
 }
 
 // RemoveSuppression takes an address off the list.
 func (s *Store) RemoveSuppression(ctx context.Context, address string) error {
-	tag, err := s.pool.Exec(ctx, qDeleteSuppression, outbox.NormalizeAddress(address))
-	if err != nil {
-		return fmt.Errorf("remove suppression: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("remove suppression: %w", outbox.ErrNotFound)
-	}
-	return nil
+	return storeflow.RemoveSuppression(ctx, flow{s}, address)
 }
 
 // ListSuppressions returns the newest suppressions first.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // SearchSubmissions pages through the inbox's submissions newest first with a keyset
@@ -135,110 +136,11 @@ func (s *Store) SubmissionEvents(ctx context.Context, id uuid.UUID) ([]outbox.Ev
 	return out, nil
 }
 
-// Act applies one operator action and its audit event in one transaction; the row lock
-// taken by SELECT ... FOR UPDATE serializes concurrent actions on one submission or
-// delivery.
+// Act applies one operator action and its audit event in one transaction
+// (storeflow.Act); the row lock each target query takes (FOR UPDATE) serializes
+// concurrent actions on one submission, delivery or address.
 func (s *Store) Act(ctx context.Context, a outbox.Action) error {
-	a.Now = orNow(a.Now)
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		ev, err := act(ctx, tx, &a)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, qInsertEvent, ev.Kind, nullID(ev.SubmissionID), nullID(ev.DeliveryID),
-			string(ev.Data), ev.At)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("%s %s%s: %w", a.Kind, a.SubmissionID, a.DeliveryID, err)
-	}
-	return nil
-}
-
-func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error) {
-	if a.Kind == outbox.ActionUnsuppress {
-		return unsuppress(ctx, tx, a)
-	}
-	if a.Kind == outbox.ActionRetry {
-		var status, route, form string
-		err := tx.QueryRow(ctx, qActRetryTarget, a.DeliveryID).Scan(&status, &route, &a.SubmissionID, &form)
-		if isNoRows(err) {
-			return outbox.Event{}, outbox.ErrNotFound
-		}
-		if err != nil {
-			return outbox.Event{}, err
-		}
-		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
-			return outbox.Event{}, outbox.ErrNotRetryable
-		}
-		if _, err := tx.Exec(ctx, qActRetry, a.DeliveryID, a.Now); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, route, status, "")
-	}
-	var form, status, reason string
-	err := tx.QueryRow(ctx, qActSubmissionTarget, a.SubmissionID).Scan(&form, &status, &reason)
-	if isNoRows(err) {
-		return outbox.Event{}, outbox.ErrNotFound
-	}
-	if err != nil {
-		return outbox.Event{}, err
-	}
-	id := a.SubmissionID
-	switch a.Kind {
-	case outbox.ActionRelease:
-		if status != string(outbox.SubmissionQuarantined) && status != string(outbox.SubmissionSpam) {
-			return outbox.Event{}, outbox.ErrNotReleasable
-		}
-		if _, err := tx.Exec(ctx, qActRelease, id); err != nil {
-			return outbox.Event{}, err
-		}
-		if _, err := tx.Exec(ctx, qActReleaseDeliveries, id, a.Now); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, "", status, reason)
-	case outbox.ActionMarkSpam:
-		if status != string(outbox.SubmissionAccepted) {
-			return outbox.Event{}, outbox.ErrNotSpammable
-		}
-		if _, err := tx.Exec(ctx, qActMarkSpam, id, outbox.ReasonOperator); err != nil {
-			return outbox.Event{}, err
-		}
-		if _, err := tx.Exec(ctx, qActSkipDeliveries, id, a.Now); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, "", status, "")
-	case outbox.ActionErase:
-		if _, err := tx.Exec(ctx, qActErase, id); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, "", "", "")
-	}
-	return outbox.Event{}, fmt.Errorf("unknown action %q", a.Kind)
-}
-
-// unsuppress takes a.Address off the suppression list; FOR UPDATE makes a second,
-// concurrent removal find nothing. Its event is about the delivery whose bounce or
-// complaint listed the address, when that is still stored, so the removal also shows in
-// that submission's history.
-func unsuppress(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error) {
-	a.Address = outbox.NormalizeAddress(a.Address)
-	var reason, form string
-	var deliveryID, submissionID *uuid.UUID
-	err := tx.QueryRow(ctx, qActUnsuppressTarget, a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
-	if isNoRows(err) {
-		return outbox.Event{}, outbox.ErrNotFound
-	}
-	if err != nil {
-		return outbox.Event{}, err
-	}
-	if _, err := tx.Exec(ctx, qDeleteSuppression, a.Address); err != nil {
-		return outbox.Event{}, err
-	}
-	if deliveryID != nil && submissionID != nil {
-		a.DeliveryID, a.SubmissionID = *deliveryID, *submissionID
-	}
-	return outbox.ActionEvent(*a, form, "", "", reason)
+	return storeflow.Act(ctx, flow{s}, a)
 }
 
 func nullID(id uuid.UUID) *uuid.UUID {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // Every write after a claim is fenced: it matches the row only while the row is still
@@ -43,24 +44,10 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 	return nil
 }
 
-// Retry makes a dead or failed delivery pending with attempts = 0, due at now. last_error
-// is kept so the operator still sees why it stopped; the attempts history is untouched.
+// Retry makes a dead or failed delivery pending with attempts = 0, due at now
+// (storeflow.Retry).
 func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, qRetry, [16]byte(id), orNow(now))
-	if err != nil {
-		return fmt.Errorf("retry delivery %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, qDeliveryExists, [16]byte(id)).Scan(&exists); err != nil {
-		return fmt.Errorf("retry delivery %s: %w", id, err)
-	}
-	if !exists {
-		return fmt.Errorf("retry delivery %s: %w", id, outbox.ErrNotFound)
-	}
-	return fmt.Errorf("retry delivery %s: %w", id, outbox.ErrNotRetryable)
+	return storeflow.Retry(ctx, flow{s}, id, now)
 }
 
 // fenced turns "no row matched" into ErrLeaseLost.

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // ListSubmissions pages through submissions newest first with a keyset cursor, so a deep
@@ -100,31 +101,10 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 }
 
 // Prune deletes one batch of expired submissions whose deliveries are all terminal
-// (cascading to deliveries and attempts), then one batch of old events. Rows a worker has
-// locked are skipped rather than waited for. Events are taken oldest id first, so the
-// scan stops at the first young one instead of reading them all.
+// (cascading to deliveries and attempts), then one batch of old events
+// (storeflow.Prune). Rows a worker has locked are skipped rather than waited for.
 func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.PruneResult, error) {
-	var res outbox.PruneResult
-	if batch <= 0 {
-		return res, fmt.Errorf("prune: batch must be positive")
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, qPruneSubmissions, before, batch)
-		if err != nil {
-			return fmt.Errorf("submissions: %w", err)
-		}
-		res.Submissions = int(tag.RowsAffected())
-		tag, err = tx.Exec(ctx, qPruneEvents, before, batch)
-		if err != nil {
-			return fmt.Errorf("events: %w", err)
-		}
-		res.Events = int(tag.RowsAffected())
-		return nil
-	})
-	if err != nil {
-		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)
-	}
-	return res, nil
+	return storeflow.Prune(ctx, flow{s}, before, batch)
 }
 
 // pruneLockKey is the advisory lock that makes one instance per schema the pruner.

@@ -4,6 +4,7 @@ import (
 	"embed"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/sqlq"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // The store's static SQL lives in queries/*.sql, one file per concept, with the comments
@@ -16,16 +17,21 @@ var queryFiles embed.FS
 
 var queries = sqlq.MustLoad(queryFiles, "queries/*.sql")
 
+// fq are the statements of the sequences written once in outbox/internal/storeflow
+// (flow.go runs them).
+var fq = func() (q storeflow.Queries) {
+	queries.MustFill(&q)
+	return q
+}()
+
 var (
 	acceptSetSQL = queries.Must("AcceptSet")
 	duplicateSQL = queries.Must("FindDuplicate")
 
 	claimSQL = queries.Must("Claim")
 
-	qRenew          = queries.Must("Renew")
-	qRelease        = queries.Must("Release")
-	qRetry          = queries.Must("Retry")
-	qDeliveryExists = queries.Must("DeliveryExists")
+	qRenew   = queries.Must("Renew")
+	qRelease = queries.Must("Release")
 
 	completeSetSQL = queries.Must("CompleteSet")
 
@@ -35,26 +41,15 @@ var (
 	qListAttempts   = queries.Must("ListAttempts")
 	qListEvents     = queries.Must("ListEvents")
 
-	qFeedbackDeliveryByID        = queries.Must("FeedbackDeliveryByID")
-	qFeedbackDeliveryByMessageID = queries.Must("FeedbackDeliveryByMessageID")
-	qForgetOldReceipts           = queries.Must("ForgetOldReceipts")
-	qInsertReceipt               = queries.Must("InsertReceipt")
-	qInsertFeedback              = queries.Must("InsertFeedback")
-	qBounceDelivery              = queries.Must("BounceDelivery")
-	qInsertEvent                 = queries.Must("InsertEvent")
-	qListFeedback                = queries.Must("ListFeedback")
-	qInsertSuppression           = queries.Must("InsertSuppression")
-	qDeleteSuppression           = queries.Must("DeleteSuppression")
-	qListSuppressions            = queries.Must("ListSuppressions")
-	qIsSuppressed                = queries.Must("IsSuppressed")
+	qListFeedback     = queries.Must("ListFeedback")
+	qListSuppressions = queries.Must("ListSuppressions")
+	qIsSuppressed     = queries.Must("IsSuppressed")
 
 	qDeliveriesByStatus      = queries.Must("DeliveriesByStatus")
 	qDeliveriesByStatusOrder = queries.Must("DeliveriesByStatusOrder")
 	qDeliveryStatusIs        = queries.Must("DeliveryStatusIs")
 	qDeliveryBeforeCursor    = queries.Must("DeliveryBeforeCursor")
 	qStats                   = queries.Must("Stats")
-	qPruneSubmissions        = queries.Must("PruneSubmissions")
-	qPruneEvents             = queries.Must("PruneEvents")
 	qTryPrunerLock           = queries.Must("TryPrunerLock")
 	qPrunerUnlock            = queries.Must("PrunerUnlock")
 
@@ -73,15 +68,6 @@ var (
 	qOverviewSubmissions    = queries.Must("OverviewSubmissions")
 	qOverviewDeliveries     = queries.Must("OverviewDeliveries")
 	qSubmissionEvents       = queries.Must("SubmissionEvents")
-	qActRetryTarget         = queries.Must("ActRetryTarget")
-	qActRetry               = queries.Must("ActRetry")
-	qActSubmissionTarget    = queries.Must("ActSubmissionTarget")
-	qActRelease             = queries.Must("ActRelease")
-	qActReleaseDeliveries   = queries.Must("ActReleaseDeliveries")
-	qActMarkSpam            = queries.Must("ActMarkSpam")
-	qActSkipDeliveries      = queries.Must("ActSkipDeliveries")
-	qActErase               = queries.Must("ActErase")
-	qActUnsuppressTarget    = queries.Must("ActUnsuppressTarget")
 
 	qDatabaseNow           = queries.Must("DatabaseNow")
 	qNotify                = queries.Must("Notify")

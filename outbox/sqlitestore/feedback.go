@@ -9,82 +9,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // RecordFeedback matches, de-duplicates and applies one feedback report in one write
-// transaction (see outbox.FeedbackStore).
+// transaction (storeflow.RecordFeedback).
 func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.FeedbackResult, error) {
-	f.ReceivedAt = orNow(f.ReceivedAt)
-	var res outbox.FeedbackResult
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		d, err := feedbackDelivery(ctx, tx, f)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, qForgetOldReceipts, micros(f.ReceivedAt.Add(-outbox.FeedbackReceiptTTL))); err != nil {
-			return err
-		}
-		r, err := tx.ExecContext(ctx, qInsertReceipt, f.Source, f.ReceiptID, micros(f.ReceivedAt))
-		if err != nil {
-			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return outbox.ErrFeedbackReplay
-		}
-		p := outbox.PlanFeedback(d, f)
-		if _, err := tx.ExecContext(ctx, qInsertFeedback, d.ID.String(), f.Source, string(f.Kind), f.BounceType,
-			outbox.TruncateDiagnostic(f.Diagnostic), f.ProviderMessageID, f.ReceiptID,
-			micros(orTime(f.OccurredAt, f.ReceivedAt)), micros(f.ReceivedAt)); err != nil {
-			return err
-		}
-		if p.Dead {
-			if _, err := tx.ExecContext(ctx, qBounceDelivery, p.LastError, micros(f.ReceivedAt), d.ID.String()); err != nil {
-				return err
-			}
-			d.Status, d.LastError, d.UpdatedAt = outbox.DeliveryDead, p.LastError, f.ReceivedAt
-		}
-		if p.Suppress != nil {
-			n, err := addSuppression(ctx, tx, *p.Suppress)
-			if err != nil {
-				return err
-			}
-			res.Suppressed = n > 0
-		}
-		if _, err := tx.ExecContext(ctx, qInsertEvent, p.Event.Kind, d.SubmissionID.String(), d.ID.String(),
-			string(p.Event.Data), micros(p.Event.At)); err != nil {
-			return err
-		}
-		res.Delivery, res.Dead = d, p.Dead
-		return nil
-	})
-	if err != nil {
-		return outbox.FeedbackResult{}, fmt.Errorf("record %s feedback %s: %w", f.Source, f.ReceiptID, err)
-	}
-	return res, nil
-}
-
-// feedbackDelivery finds the delivery a report is about: by the id it carries, else by
-// the provider's message id (email deliveries only).
-func feedbackDelivery(ctx context.Context, tx *sql.Tx, f outbox.Feedback) (outbox.Delivery, error) {
-	if f.DeliveryID != uuid.Nil {
-		d, err := scanDelivery(tx.QueryRowContext(ctx, qFeedbackDeliveryByID, f.DeliveryID.String()))
-		if err == nil {
-			return d, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return d, err
-		}
-	}
-	if f.ProviderMessageID == "" {
-		return outbox.Delivery{}, outbox.ErrNotFound
-	}
-	d, err := scanDelivery(tx.QueryRowContext(ctx, qFeedbackDeliveryByMessageID, f.ProviderMessageID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return d, outbox.ErrNotFound
-	}
-	return d, err
+	return storeflow.RecordFeedback(ctx, flow{s}, f)
 }
 
 // ListFeedback returns a delivery's feedback, oldest first.
@@ -119,48 +50,14 @@ func (s *Store) ListFeedback(ctx context.Context, deliveryID uuid.UUID) ([]outbo
 	return out, nil
 }
 
-func addSuppression(ctx context.Context, tx *sql.Tx, sp outbox.Suppression) (int64, error) {
-	var did sql.NullString
-	if sp.DeliveryID != uuid.Nil {
-		did = sql.NullString{String: sp.DeliveryID.String(), Valid: true}
-	}
-	r, err := tx.ExecContext(ctx, qInsertSuppression, outbox.NormalizeAddress(sp.Address), sp.Reason, did, micros(orNow(sp.CreatedAt)))
-	if err != nil {
-		return 0, err
-	}
-	return r.RowsAffected()
-}
-
 // AddSuppression adds an address; an address already listed keeps its first reason.
 func (s *Store) AddSuppression(ctx context.Context, sp outbox.Suppression) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := addSuppression(ctx, tx, sp)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("add suppression: %w", err)
-	}
-	return nil
+	return storeflow.AddSuppression(ctx, flow{s}, sp)
 }
 
 // RemoveSuppression takes an address off the list.
 func (s *Store) RemoveSuppression(ctx context.Context, address string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, qDeleteSuppression, outbox.NormalizeAddress(address))
-		if err != nil {
-			return err
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return outbox.ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("remove suppression: %w", err)
-	}
-	return nil
+	return storeflow.RemoveSuppression(ctx, flow{s}, address)
 }
 
 // ListSuppressions returns the newest suppressions first.

@@ -2,8 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // SearchSubmissions pages through the inbox's submissions newest first with a keyset
@@ -164,20 +163,10 @@ func (s *Store) SubmissionEvents(ctx context.Context, id uuid.UUID) ([]outbox.Ev
 }
 
 // Act applies one operator action and its audit event on the writer connection, in one
-// transaction.
+// transaction (storeflow.Act).
 func (s *Store) Act(ctx context.Context, a outbox.Action) error {
-	a.Now = orNow(a.Now)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		ev, err := s.act(ctx, tx, &a)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, qInsertEvent, ev.Kind, nullUUID(ev.SubmissionID), nullUUID(ev.DeliveryID),
-			string(ev.Data), micros(ev.At))
+	if err := storeflow.Act(ctx, flow{s}, a); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("%s %s%s: %w", a.Kind, a.SubmissionID, a.DeliveryID, err)
 	}
 	if a.Kind == outbox.ActionErase {
 		// secure_delete zeroed the rows' pages, but the WAL still holds the frames written
@@ -187,106 +176,6 @@ func (s *Store) Act(ctx context.Context, a outbox.Action) error {
 		}
 	}
 	return nil
-}
-
-func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.Event, error) {
-	now := micros(a.Now)
-	if a.Kind == outbox.ActionUnsuppress {
-		return unsuppress(ctx, tx, a)
-	}
-	if a.Kind == outbox.ActionRetry {
-		var status, route, subID, form string
-		err := tx.QueryRowContext(ctx, qActRetryTarget, a.DeliveryID.String()).Scan(&status, &route, &subID, &form)
-		if errors.Is(err, sql.ErrNoRows) {
-			return outbox.Event{}, outbox.ErrNotFound
-		}
-		if err != nil {
-			return outbox.Event{}, err
-		}
-		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
-			return outbox.Event{}, outbox.ErrNotRetryable
-		}
-		if a.SubmissionID, err = uuid.Parse(subID); err != nil {
-			return outbox.Event{}, err
-		}
-		if _, err := tx.ExecContext(ctx, qActRetry, now, a.DeliveryID.String()); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, route, status, "")
-	}
-	var form, status, reason string
-	err := tx.QueryRowContext(ctx, qActSubmissionTarget, a.SubmissionID.String()).Scan(&form, &status, &reason)
-	if errors.Is(err, sql.ErrNoRows) {
-		return outbox.Event{}, outbox.ErrNotFound
-	}
-	if err != nil {
-		return outbox.Event{}, err
-	}
-	id := a.SubmissionID.String()
-	switch a.Kind {
-	case outbox.ActionRelease:
-		if status != string(outbox.SubmissionQuarantined) && status != string(outbox.SubmissionSpam) {
-			return outbox.Event{}, outbox.ErrNotReleasable
-		}
-		if _, err := tx.ExecContext(ctx, qActRelease, id); err != nil {
-			return outbox.Event{}, err
-		}
-		if _, err := tx.ExecContext(ctx, qActReleaseDeliveries, now, id); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, "", status, reason)
-	case outbox.ActionMarkSpam:
-		if status != string(outbox.SubmissionAccepted) {
-			return outbox.Event{}, outbox.ErrNotSpammable
-		}
-		if _, err := tx.ExecContext(ctx, qActMarkSpam, outbox.ReasonOperator, id); err != nil {
-			return outbox.Event{}, err
-		}
-		if _, err := tx.ExecContext(ctx, qActSkipDeliveries, now, id); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, "", status, "")
-	case outbox.ActionErase:
-		if _, err := tx.ExecContext(ctx, qActErase, id); err != nil {
-			return outbox.Event{}, err
-		}
-		return outbox.ActionEvent(*a, form, "", "", "")
-	}
-	return outbox.Event{}, fmt.Errorf("unknown action %q", a.Kind)
-}
-
-// unsuppress takes a.Address off the suppression list. Its event is about the delivery
-// whose bounce or complaint listed the address, when that is still stored, so the removal
-// also shows in that submission's history.
-func unsuppress(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.Event, error) {
-	a.Address = outbox.NormalizeAddress(a.Address)
-	var reason, deliveryID, submissionID, form string
-	err := tx.QueryRowContext(ctx, qActUnsuppressTarget, a.Address).Scan(&reason, &deliveryID, &submissionID, &form)
-	if errors.Is(err, sql.ErrNoRows) {
-		return outbox.Event{}, outbox.ErrNotFound
-	}
-	if err != nil {
-		return outbox.Event{}, err
-	}
-	if _, err := tx.ExecContext(ctx, qDeleteSuppression, a.Address); err != nil {
-		return outbox.Event{}, err
-	}
-	if deliveryID != "" {
-		if a.DeliveryID, err = uuid.Parse(deliveryID); err != nil {
-			return outbox.Event{}, err
-		}
-		if a.SubmissionID, err = uuid.Parse(submissionID); err != nil {
-			return outbox.Event{}, err
-		}
-	}
-	return outbox.ActionEvent(*a, form, "", "", reason)
-}
-
-func nullUUID(id uuid.UUID) sql.NullString {
-	if id == uuid.Nil {
-		return sql.NullString{}
-	}
-	return sql.NullString{String: id.String(), Valid: true}
 }
 
 // formIn is FormIn (queries/inbox.sql) for forms (not empty), one placeholder each, and

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // Every write after a claim is fenced: it matches the row only while the row is still
@@ -93,29 +94,10 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 	return nil
 }
 
-// Retry makes a dead or failed delivery pending with attempts = 0, due at now. last_error
-// is kept so the operator still sees why it stopped; the attempts history is untouched.
+// Retry makes a dead or failed delivery pending with attempts = 0, due at now
+// (storeflow.Retry).
 func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
-	now = orNow(now)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, qRetryStatus, id.String()).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return outbox.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
-			return outbox.ErrNotRetryable
-		}
-		_, err = tx.ExecContext(ctx, qRetry, micros(now), id.String())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("retry delivery %s: %w", id, err)
-	}
-	return nil
+	return storeflow.Retry(ctx, flow{s}, id, now)
 }
 
 // fenced turns "no row matched" into ErrLeaseLost.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // ListSubmissions pages through submissions newest first with a keyset cursor, so a deep
@@ -89,33 +90,12 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 }
 
 // Prune deletes one batch of expired submissions whose deliveries are all terminal
-// (cascading to deliveries and attempts), then one batch of old events. Events are taken
-// oldest id first, so the scan stops at the first young one instead of reading them all.
+// (cascading to deliveries and attempts), then one batch of old events
+// (storeflow.Prune), and then scrubs the erased bytes from the files.
 func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.PruneResult, error) {
-	var res outbox.PruneResult
-	if batch <= 0 {
-		return res, fmt.Errorf("prune: batch must be positive")
-	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, qPruneSubmissions, micros(before), batch)
-		if err != nil {
-			return fmt.Errorf("submissions: %w", err)
-		}
-		n, err := r.RowsAffected()
-		if err != nil {
-			return err
-		}
-		res.Submissions = int(n)
-		r, err = tx.ExecContext(ctx, qPruneEvents, micros(before), batch)
-		if err != nil {
-			return fmt.Errorf("events: %w", err)
-		}
-		n, err = r.RowsAffected()
-		res.Events = int(n)
-		return err
-	})
+	res, err := storeflow.Prune(ctx, flow{s}, before, batch)
 	if err != nil {
-		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)
+		return res, err
 	}
 	if res.Submissions > 0 {
 		if err := s.scrubWAL(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"embed"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/sqlq"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // The store's static SQL lives in queries/*.sql, one file per concept; the Go code names
@@ -14,6 +15,13 @@ var queryFiles embed.FS
 
 var queries = sqlq.MustLoad(queryFiles, "queries/*.sql")
 
+// fq are the statements of the sequences written once in outbox/internal/storeflow
+// (flow.go runs them).
+var fq = func() (q storeflow.Queries) {
+	queries.MustFill(&q)
+	return q
+}()
+
 var (
 	qFindDuplicate         = queries.Must("FindDuplicate")
 	qInsertSubmission      = queries.Must("InsertSubmission")
@@ -22,10 +30,8 @@ var (
 
 	qClaim = queries.Must("Claim")
 
-	qRenew       = queries.Must("Renew")
-	qRelease     = queries.Must("Release")
-	qRetryStatus = queries.Must("RetryStatus")
-	qRetry       = queries.Must("Retry")
+	qRenew   = queries.Must("Renew")
+	qRelease = queries.Must("Release")
 
 	qCompleteDelivery    = queries.Must("CompleteDelivery")
 	qLastAttempt         = queries.Must("LastAttempt")
@@ -38,26 +44,15 @@ var (
 	qListAttempts   = queries.Must("ListAttempts")
 	qListEvents     = queries.Must("ListEvents")
 
-	qFeedbackDeliveryByID        = queries.Must("FeedbackDeliveryByID")
-	qFeedbackDeliveryByMessageID = queries.Must("FeedbackDeliveryByMessageID")
-	qForgetOldReceipts           = queries.Must("ForgetOldReceipts")
-	qInsertReceipt               = queries.Must("InsertReceipt")
-	qInsertFeedback              = queries.Must("InsertFeedback")
-	qBounceDelivery              = queries.Must("BounceDelivery")
-	qInsertEvent                 = queries.Must("InsertEvent")
-	qListFeedback                = queries.Must("ListFeedback")
-	qInsertSuppression           = queries.Must("InsertSuppression")
-	qDeleteSuppression           = queries.Must("DeleteSuppression")
-	qListSuppressions            = queries.Must("ListSuppressions")
-	qIsSuppressed                = queries.Must("IsSuppressed")
+	qListFeedback     = queries.Must("ListFeedback")
+	qListSuppressions = queries.Must("ListSuppressions")
+	qIsSuppressed     = queries.Must("IsSuppressed")
 
 	qDeliveriesByStatus      = queries.Must("DeliveriesByStatus")
 	qDeliveriesByStatusOrder = queries.Must("DeliveriesByStatusOrder")
 	qDeliveryStatusIs        = queries.Must("DeliveryStatusIs")
 	qDeliveryBeforeCursor    = queries.Must("DeliveryBeforeCursor")
 	qStats                   = queries.Must("Stats")
-	qPruneSubmissions        = queries.Must("PruneSubmissions")
-	qPruneEvents             = queries.Must("PruneEvents")
 	qCheckpointWAL           = queries.Must("CheckpointWAL")
 
 	qSearchSubmissions        = queries.Must("SearchSubmissions")
@@ -77,15 +72,6 @@ var (
 	qOverviewDeliveries       = queries.Must("OverviewDeliveries")
 	qOverviewDeliveriesGroup  = queries.Must("OverviewDeliveriesGroup")
 	qSubmissionEvents         = queries.Must("SubmissionEvents")
-	qActRetryTarget           = queries.Must("ActRetryTarget")
-	qActRetry                 = queries.Must("ActRetry")
-	qActSubmissionTarget      = queries.Must("ActSubmissionTarget")
-	qActRelease               = queries.Must("ActRelease")
-	qActReleaseDeliveries     = queries.Must("ActReleaseDeliveries")
-	qActMarkSpam              = queries.Must("ActMarkSpam")
-	qActSkipDeliveries        = queries.Must("ActSkipDeliveries")
-	qActErase                 = queries.Must("ActErase")
-	qActUnsuppressTarget      = queries.Must("ActUnsuppressTarget")
 
 	qCreateMigrationsTable = queries.Must("CreateMigrationsTable")
 	qAppliedMigrations     = queries.Must("AppliedMigrations")
