@@ -13,46 +13,14 @@ import (
 )
 
 // SearchSubmissions pages through the inbox's submissions newest first with a keyset
-// cursor. The search reads decoded field values (json_each_text), so it matches what the
-// visitor typed, not the JSON escapes.
+// cursor (storeflow.SubmissionsPage). The search reads decoded field values
+// (json_each_text), so it matches what the visitor typed, not the JSON escapes.
 func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]outbox.Submission, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
+	p, err := storeflow.SubmissionsPage(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
 	}
-	limit := outbox.PageLimit(f.Limit)
-	var q query
-	if len(f.Forms) > 0 {
-		q.where(qSearchFormIn, f.Forms)
-	}
-	if f.Status != "" {
-		q.where(qSearchStatusIs, string(f.Status))
-	}
-	switch f.Delivery {
-	case "":
-	case outbox.DeliveryStateDead:
-		q.where(qSearchDeliveryDead)
-	case outbox.DeliveryStatePending:
-		q.where(qSearchDeliveryPending)
-	default:
-		return nil, "", fmt.Errorf("search submissions: unknown delivery state %q", f.Delivery)
-	}
-	if !f.Since.IsZero() {
-		q.where(qSearchSince, f.Since)
-	}
-	if !f.Until.IsZero() {
-		q.where(qSearchUntil, f.Until)
-	}
-	if f.Search != "" {
-		if outbox.RawSearchable(f.Search) {
-			q.where(qSearchRawText, outbox.LikePattern(f.Search))
-		}
-		q.where(qSearchFieldValue, outbox.LikePattern(f.Search))
-	}
-	if !cur.IsZero() {
-		q.where(qSearchBeforeCursor, cur.At, cur.ID)
-	}
-	sql, args := q.build(qSearchSubmissions, qSearchSubmissionsOrder, limit+1)
+	sql, args := pageQuery(qSearchSubmissions, qSearchSubmissionsOrder, p)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
@@ -67,7 +35,7 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	if err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
 	}
-	out, next := outbox.TrimPage(out, limit, outbox.SubmissionCursor)
+	out, next := outbox.TrimPage(out, p.Limit, outbox.SubmissionCursor)
 	return out, next, nil
 }
 

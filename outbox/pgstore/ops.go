@@ -23,19 +23,11 @@ func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) 
 // ListDeliveriesByStatus pages through deliveries of one status (or all), latest
 // next_attempt_at first.
 func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFilter) ([]outbox.Delivery, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
+	p, err := storeflow.DeliveriesPage(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	limit := outbox.PageLimit(f.Limit)
-	var q query
-	if f.Status != "" {
-		q.where(qDeliveryStatusIs, string(f.Status))
-	}
-	if !cur.IsZero() {
-		q.where(qDeliveryBeforeCursor, cur.At, cur.ID)
-	}
-	sql, args := q.build(qDeliveriesByStatus, qDeliveriesByStatusOrder, limit+1)
+	sql, args := pageQuery(qDeliveriesByStatus, qDeliveriesByStatusOrder, p)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
@@ -44,8 +36,18 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	out, next := outbox.TrimPage(out, limit, outbox.DeliveryCursor)
+	out, next := outbox.TrimPage(out, p.Limit, outbox.DeliveryCursor)
 	return out, next, nil
+}
+
+// pageQuery is head, p's conditions (their fragments, storeflow.PageFragments) and
+// order, with p.Fetch as the LIMIT.
+func pageQuery(head, order string, p storeflow.Page) (string, []any) {
+	var q query
+	for _, c := range p.Conds {
+		q.where(pageFragments[c.Name], c.Args...)
+	}
+	return q.build(head, order, p.Fetch)
 }
 
 // query assembles a filtered SELECT; each "$?" becomes the next numbered parameter.

@@ -24,6 +24,9 @@ var fq = func() (q storeflow.Queries) {
 	return q
 }()
 
+// pageFragments are the conditions of the filtered reads (storeflow.Page), by name.
+var pageFragments = queries.MustMap(storeflow.PageFragments)
+
 var (
 	acceptSetSQL = queries.Must("AcceptSet")
 	duplicateSQL = queries.Must("FindDuplicate")
@@ -47,23 +50,12 @@ var (
 
 	qDeliveriesByStatus      = queries.Must("DeliveriesByStatus")
 	qDeliveriesByStatusOrder = queries.Must("DeliveriesByStatusOrder")
-	qDeliveryStatusIs        = queries.Must("DeliveryStatusIs")
-	qDeliveryBeforeCursor    = queries.Must("DeliveryBeforeCursor")
 	qStats                   = queries.Must("Stats")
 	qTryPrunerLock           = queries.Must("TryPrunerLock")
 	qPrunerUnlock            = queries.Must("PrunerUnlock")
 
 	qSearchSubmissions      = queries.Must("SearchSubmissions")
 	qSearchSubmissionsOrder = queries.Must("SearchSubmissionsOrder")
-	qSearchFormIn           = queries.Must("SearchFormIn")
-	qSearchStatusIs         = queries.Must("SearchStatusIs")
-	qSearchDeliveryDead     = queries.Must("SearchDeliveryDead")
-	qSearchDeliveryPending  = queries.Must("SearchDeliveryPending")
-	qSearchSince            = queries.Must("SearchSince")
-	qSearchUntil            = queries.Must("SearchUntil")
-	qSearchRawText          = queries.Must("SearchRawText")
-	qSearchFieldValue       = queries.Must("SearchFieldValue")
-	qSearchBeforeCursor     = queries.Must("SearchBeforeCursor")
 	qSubmissionForms        = queries.Must("SubmissionForms")
 	qOverviewSubmissions    = queries.Must("OverviewSubmissions")
 	qOverviewDeliveries     = queries.Must("OverviewDeliveries")

@@ -13,53 +13,14 @@ import (
 )
 
 // SearchSubmissions pages through the inbox's submissions newest first with a keyset
-// cursor. The search reads decoded field values through json_each, so a value stored
+// cursor (storeflow.SubmissionsPage). The search reads decoded field values through json_each, so a value stored
 // with JSON escapes (\u003c for <) is still found by what the visitor typed.
 func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]outbox.Submission, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
+	p, err := storeflow.SubmissionsPage(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
 	}
-	limit := outbox.PageLimit(f.Limit)
-	var (
-		where []string
-		args  []any
-	)
-	if len(f.Forms) > 0 {
-		cond, formArgs := formIn(f.Forms)
-		where, args = append(where, cond), append(args, formArgs...)
-	}
-	if f.Status != "" {
-		where, args = append(where, qSearchStatusIs), append(args, string(f.Status))
-	}
-	switch f.Delivery {
-	case "":
-	case outbox.DeliveryStateDead:
-		where = append(where, qSearchDeliveryDead)
-	case outbox.DeliveryStatePending:
-		where = append(where, qSearchDeliveryPending)
-	default:
-		return nil, "", fmt.Errorf("search submissions: unknown delivery state %q", f.Delivery)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, qSearchSince), append(args, micros(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, qSearchUntil), append(args, micros(f.Until))
-	}
-	if f.Search != "" {
-		if outbox.RawSearchable(f.Search) {
-			where, args = append(where, qSearchRawText), append(args, outbox.LikePattern(f.Search))
-		}
-		where = append(where, qSearchFieldValue)
-		args = append(args, outbox.LikePattern(f.Search))
-	}
-	if !cur.IsZero() {
-		where = append(where, qSearchBeforeCursor)
-		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
-	}
-	q := buildQuery(qSearchSubmissions, where, qSearchSubmissionsOrder)
-	args = append(args, limit+1)
+	q, args := pageQuery(qSearchSubmissions, qSearchSubmissionsOrder, p)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
@@ -76,7 +37,7 @@ func (s *Store) SearchSubmissions(ctx context.Context, f outbox.InboxFilter) ([]
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("search submissions: %w", err)
 	}
-	out, next := outbox.TrimPage(out, limit, outbox.SubmissionCursor)
+	out, next := outbox.TrimPage(out, p.Limit, outbox.SubmissionCursor)
 	return out, next, nil
 }
 
@@ -185,14 +146,39 @@ func formIn(forms []string) (string, []any) {
 	for i, f := range forms {
 		args[i] = f
 	}
-	return strings.Replace(qFormIn, "(?)", "("+strings.TrimSuffix(strings.Repeat("?, ", len(forms)), ", ")+")", 1), args
+	return strings.Replace(pageFragments["FormIn"], "(?)", "("+strings.TrimSuffix(strings.Repeat("?, ", len(forms)), ", ")+")", 1), args
 }
 
-// buildQuery is head, then the conditions joined by AND (when there are any), then tail.
-func buildQuery(head string, conds []string, tail string) string {
+// pageQuery is head, p's conditions (their fragments, storeflow.PageFragments) and tail,
+// which ends in the LIMIT, with the arguments in SQLite's encoding: times as Unix
+// microseconds, ids as text, a form list one placeholder per form (formIn), and a
+// cursor's time twice, as its fragments compare it twice.
+func pageQuery(head, tail string, p storeflow.Page) (string, []any) {
+	conds := make([]string, 0, len(p.Conds))
+	var args []any
+	for _, c := range p.Conds {
+		switch c.Name {
+		case "FormIn":
+			cond, fargs := formIn(c.Args[0].([]string))
+			conds, args = append(conds, cond), append(args, fargs...)
+			continue
+		case "SearchBeforeCursor", "DeliveryBeforeCursor":
+			c.Args = []any{c.Args[0], c.Args[0], c.Args[1]}
+		}
+		conds = append(conds, pageFragments[c.Name])
+		for _, a := range c.Args {
+			switch v := a.(type) {
+			case time.Time:
+				a = micros(v)
+			case uuid.UUID:
+				a = v.String()
+			}
+			args = append(args, a)
+		}
+	}
 	q := head
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	return q + " " + tail
+	return q + " " + tail, append(args, p.Fetch)
 }

@@ -21,24 +21,11 @@ func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) 
 // ListDeliveriesByStatus pages through deliveries of one status (or all), latest
 // next_attempt_at first.
 func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFilter) ([]outbox.Delivery, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
+	p, err := storeflow.DeliveriesPage(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	limit := outbox.PageLimit(f.Limit)
-	var (
-		where []string
-		args  []any
-	)
-	if f.Status != "" {
-		where, args = append(where, qDeliveryStatusIs), append(args, string(f.Status))
-	}
-	if !cur.IsZero() {
-		where = append(where, qDeliveryBeforeCursor)
-		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
-	}
-	q := buildQuery(qDeliveriesByStatus, where, qDeliveriesByStatusOrder)
-	args = append(args, limit+1)
+	q, args := pageQuery(qDeliveriesByStatus, qDeliveriesByStatusOrder, p)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
@@ -55,7 +42,7 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	out, next := outbox.TrimPage(out, limit, outbox.DeliveryCursor)
+	out, next := outbox.TrimPage(out, p.Limit, outbox.DeliveryCursor)
 	return out, next, nil
 }
 

@@ -22,6 +22,9 @@ var fq = func() (q storeflow.Queries) {
 	return q
 }()
 
+// pageFragments are the conditions of the filtered reads (storeflow.Page), by name.
+var pageFragments = queries.MustMap(storeflow.PageFragments)
+
 var (
 	qFindDuplicate         = queries.Must("FindDuplicate")
 	qInsertSubmission      = queries.Must("InsertSubmission")
@@ -50,22 +53,11 @@ var (
 
 	qDeliveriesByStatus      = queries.Must("DeliveriesByStatus")
 	qDeliveriesByStatusOrder = queries.Must("DeliveriesByStatusOrder")
-	qDeliveryStatusIs        = queries.Must("DeliveryStatusIs")
-	qDeliveryBeforeCursor    = queries.Must("DeliveryBeforeCursor")
 	qStats                   = queries.Must("Stats")
 	qCheckpointWAL           = queries.Must("CheckpointWAL")
 
 	qSearchSubmissions        = queries.Must("SearchSubmissions")
 	qSearchSubmissionsOrder   = queries.Must("SearchSubmissionsOrder")
-	qFormIn                   = queries.Must("FormIn")
-	qSearchStatusIs           = queries.Must("SearchStatusIs")
-	qSearchDeliveryDead       = queries.Must("SearchDeliveryDead")
-	qSearchDeliveryPending    = queries.Must("SearchDeliveryPending")
-	qSearchSince              = queries.Must("SearchSince")
-	qSearchUntil              = queries.Must("SearchUntil")
-	qSearchRawText            = queries.Must("SearchRawText")
-	qSearchFieldValue         = queries.Must("SearchFieldValue")
-	qSearchBeforeCursor       = queries.Must("SearchBeforeCursor")
 	qSubmissionForms          = queries.Must("SubmissionForms")
 	qOverviewSubmissions      = queries.Must("OverviewSubmissions")
 	qOverviewSubmissionsGroup = queries.Must("OverviewSubmissionsGroup")

@@ -161,6 +161,16 @@ func (s *Set) MustFill(dst any) {
 	}
 }
 
+// MustMap returns the queries called names by name, each asked for with Must: for a
+// store that picks among a known set of queries by name at run time.
+func (s *Set) MustMap(names []string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = s.Must(n)
+	}
+	return m
+}
+
 // Unused lists, sorted, the queries neither Must nor an include asked for: dead SQL, or
 // a query whose Must call went missing.
 func (s *Set) Unused() []string {

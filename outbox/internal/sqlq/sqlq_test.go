@@ -94,3 +94,17 @@ func TestMustFillSetsEachFieldToItsQuery(t *testing.T) {
 	var missing struct{ Get, Missing string }
 	s.MustFill(&missing)
 }
+
+func TestMustMapHoldsTheNamedQueries(t *testing.T) {
+	s, err := Load(file("-- name: A\nSELECT 1\n\n-- name: B\nSELECT 2\n\n-- name: C\nSELECT 3\n"), "queries/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.MustMap([]string{"A", "C"})
+	if len(m) != 2 || m["A"] != "SELECT 1" || m["C"] != "SELECT 3" {
+		t.Errorf("MustMap = %v", m)
+	}
+	if got := s.Unused(); len(got) != 1 || got[0] != "B" {
+		t.Errorf("unused = %v, want [B]", got)
+	}
+}

@@ -8,7 +8,7 @@ SELECT {{SubmissionColumns}} FROM submissions s
 -- name: SearchSubmissionsOrder
 ORDER BY s.created_at DESC, s.id DESC
 
--- name: SearchFormIn
+-- name: FormIn
 s.form = ANY($?)
 
 -- name: SearchStatusIs
