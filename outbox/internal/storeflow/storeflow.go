@@ -373,3 +373,17 @@ func orTime(t, def time.Time) time.Time {
 	}
 	return t
 }
+
+// ClaimWindow checks a claim's parameters (see outbox.Store.Claim) and returns its
+// present (p.Now, or the present when unset) and the leases' end. ok is false when
+// there is nothing to claim (p.Limit <= 0).
+func ClaimWindow(p outbox.ClaimParams) (now, lockedUntil time.Time, ok bool, err error) {
+	if p.Limit <= 0 {
+		return time.Time{}, time.Time{}, false, nil
+	}
+	if p.Lease <= 0 {
+		return time.Time{}, time.Time{}, false, errors.New("claim deliveries: lease must be positive")
+	}
+	now = orNow(p.Now)
+	return now, now.Add(p.Lease), true, nil
+}
