@@ -55,7 +55,7 @@ func (a *Autoreply) provision() error {
 	if a.MaxAttempts < 0 {
 		return fmt.Errorf("autoreply: max_attempts must not be negative")
 	}
-	if err := checkSender(a.From); err != nil {
+	if err := CheckSender(a.From); err != nil {
 		return fmt.Errorf("autoreply: from %q: %w", a.From, err)
 	}
 	if strings.TrimSpace(a.Subject) == "" || hasControl(a.Subject) {
@@ -72,9 +72,9 @@ func (a *Autoreply) provision() error {
 	return nil
 }
 
-// checkSender accepts one address, with or without a display name, that the header
-// rules (providers/headers.go) let through.
-func checkSender(from string) error {
+// CheckSender accepts an autoreply sender: one address, with or without a display
+// name, that the header rules (providers/headers.go) let through.
+func CheckSender(from string) error {
 	if perr := providers.CheckHeaders(providers.Message{From: from}); perr != nil {
 		return perr
 	}
