@@ -213,3 +213,57 @@ var _ = register("AutoreplyConcurrentPostsMakeOneReply", func(t *testing.T, s ou
 		t.Fatalf("%d notifications for %d submissions", notes, want)
 	}
 })
+
+var _ = register("AutoreplyMarkedSpamThenReleasedIsDueAgain", func(t *testing.T, s outbox.Store) {
+	// The reply took the window when it was accepted; marked spam before it went, then
+	// released, it is the same reply and takes its own window again.
+	sub := NewSubmission("contact", WithCreatedAt(t0))
+	reply := NewAutoreply(sub, "ada@example.com", 24*time.Hour)
+	MustAccept(t, s, sub, reply)
+	if err := s.Act(testCtx(t), outbox.Action{Kind: outbox.ActionMarkSpam, SubmissionID: sub.ID, User: "op", Now: t0.Add(time.Minute)}); err != nil {
+		t.Fatalf("mark spam: %v", err)
+	}
+	if got := autoreplyOf(t, s, sub.ID); got != outbox.DeliverySkipped {
+		t.Fatalf("autoreply of a submission marked spam: %q, want skipped", got)
+	}
+	if err := s.ReleaseSubmission(testCtx(t), sub.ID, t0.Add(time.Hour)); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if got := autoreplyOf(t, s, sub.ID); got != outbox.DeliveryPending {
+		t.Fatalf("autoreply released after mark spam: %q, want pending", got)
+	}
+	// Still one reply per window for everyone else.
+	if got := acceptWithReply(t, s, "contact", "ada@example.com", t0.Add(2*time.Hour)); got != "" {
+		t.Fatalf("post within the window: autoreply %q, want none", got)
+	}
+})
+
+var _ = register("AutoreplyPruneDropsClosedWindowsOnly", func(t *testing.T, s outbox.Store) {
+	acceptWithReply(t, s, "contact", "old@example.com", t0)                   // window closes at t0+24h
+	acceptWithReply(t, s, "contact", "new@example.com", t0.Add(48*time.Hour)) // open until t0+72h
+	if _, err := s.Prune(testCtx(t), t0.Add(50*time.Hour), 100); err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+	if n := countRows(t, s, "autoreplies"); n != 1 {
+		t.Fatalf("autoreplies after prune: %d rows, want 1 (the open window)", n)
+	}
+	// The open window still holds; the pruned one is free, as it was before the prune.
+	if got := acceptWithReply(t, s, "contact", "new@example.com", t0.Add(51*time.Hour)); got != "" {
+		t.Fatalf("post within the kept window: autoreply %q, want none", got)
+	}
+	if got := acceptWithReply(t, s, "contact", "old@example.com", t0.Add(51*time.Hour)); got != outbox.DeliveryPending {
+		t.Fatalf("post after the pruned window: autoreply %q, want pending", got)
+	}
+})
+
+var _ = register("AutoreplyWindowErasedWithItsSubmission", func(t *testing.T, s outbox.Store) {
+	sub := NewSubmission("contact", WithCreatedAt(t0))
+	MustAccept(t, s, sub, NewAutoreply(sub, "ada@example.com", 24*time.Hour))
+	acceptWithReply(t, s, "contact", "bob@example.com", t0)
+	if err := s.DeleteSubmission(testCtx(t), sub.ID, t0.Add(time.Minute)); err != nil {
+		t.Fatalf("erase: %v", err)
+	}
+	if n := countRows(t, s, "autoreplies"); n != 1 {
+		t.Fatalf("autoreplies after erasure: %d rows, want 1 (bob's)", n)
+	}
+})
