@@ -123,7 +123,10 @@ var _ = register("AutoreplyOfReleasedSubmissionKeepsTheWindow", func(t *testing.
 		t.Fatalf("a skipped autoreply took a window (%d rows)", n)
 	}
 	second := NewSubmission("contact", WithCreatedAt(t0.Add(time.Minute)), WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
-	MustAccept(t, s, second, NewDelivery(second, "email", "sales@example.com"), NewAutoreply(second, "ada@example.com", 24*time.Hour))
+	// The reply first: the release's one UPDATE meets it before the notifications, which
+	// must still be released when the reply is held back.
+	MustAccept(t, s, second, NewAutoreply(second, "ada@example.com", 24*time.Hour),
+		NewDelivery(second, "email", "sales@example.com"), NewDelivery(second, "email", "ops@example.com"))
 
 	// Released: the reply goes out then, and starts the window at the release.
 	if err := s.ReleaseSubmission(testCtx(t), held.ID, t0.Add(time.Hour)); err != nil {
@@ -139,10 +142,17 @@ var _ = register("AutoreplyOfReleasedSubmissionKeepsTheWindow", func(t *testing.
 	if got := autoreplyOf(t, s, second.ID); got != outbox.DeliverySkipped {
 		t.Fatalf("second release within the window: autoreply %q, want skipped", got)
 	}
+	notes := 0
 	for _, d := range mustList(t, s, second.ID) {
-		if d.Channel == outbox.ChannelEmail && d.Status != outbox.DeliveryPending {
-			t.Fatalf("second release: notification %s, want pending", d.Status)
+		if d.Channel == outbox.ChannelEmail {
+			notes++
+			if d.Status != outbox.DeliveryPending {
+				t.Fatalf("second release: notification to %s %s, want pending", d.Recipient, d.Status)
+			}
 		}
+	}
+	if notes != 2 {
+		t.Fatalf("second release: %d notifications, want 2", notes)
 	}
 	// An accepted post within the window of the released reply gets none either.
 	if got := acceptWithReply(t, s, "contact", "ada@example.com", t0.Add(3*time.Hour)); got != "" {
