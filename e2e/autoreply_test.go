@@ -174,6 +174,11 @@ func TestAutoreplyThroughCaddy(t *testing.T) {
 			if n := len(mailsTo(t, mailDir, "mallory@example.com")); n != 0 {
 				t.Fatalf("%d replies to the honeypot post's address", n)
 			}
+			// Counted like any delivery, under its own channel.
+			_, metrics := p.admin(t, http.MethodGet, "/metrics")
+			if !strings.Contains(metrics, `form_outbox_deliveries_total{channel="autoreply",outcome="sent",provider="file"} 2`) {
+				t.Fatalf("metrics do not count the two sent autoreplies:\n%s", grepLines(metrics, "form_outbox_deliveries_total"))
+			}
 		})
 	}
 }
@@ -238,4 +243,15 @@ func TestAutoreplyTwoInstancesOnePostgres(t *testing.T) {
 			t.Fatalf("%d replies to %s from two instances, want 1", n, addr)
 		}
 	}
+}
+
+// grepLines returns the lines of s that contain substr.
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
