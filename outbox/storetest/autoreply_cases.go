@@ -277,3 +277,24 @@ var _ = register("AutoreplyWindowErasedWithItsSubmission", func(t *testing.T, s 
 		t.Fatalf("autoreplies after erasure: %d rows, want 1 (bob's)", n)
 	}
 })
+
+var _ = register("AutoreplyBouncedAddressIsNeverRepliedToAgain", func(t *testing.T, s outbox.Store) {
+	sub := NewSubmission("contact", WithCreatedAt(t0))
+	MustAccept(t, s, sub, NewAutoreply(sub, "Gone@Example.com", time.Hour))
+	claimed := claim(t, s, t0, 1)
+	if len(claimed) != 1 || claimed[0].Channel != outbox.ChannelAutoreply {
+		t.Fatalf("claimed %+v, want the autoreply", claimed)
+	}
+	c := complete(t, s, claimed[0], outbox.DeliverySent, outbox.OutcomeSent, t0, nil)
+	res, err := s.RecordFeedback(testCtx(t), outbox.Feedback{Source: "ses", ReceiptID: "sns-ar", Kind: outbox.FeedbackBounced,
+		BounceType: outbox.BounceHard, ProviderMessageID: c.ProviderMessageID, ReceivedAt: t0.Add(time.Minute), Suppress: true})
+	if err != nil || !res.Dead || !res.Suppressed {
+		t.Fatalf("hard bounce of an autoreply = %+v, %v; want it dead and the address suppressed", res, err)
+	}
+	// Long after the window: still no reply to that address, on this form or another.
+	for _, form := range []string{"contact", "newsletter"} {
+		if got := acceptWithReply(t, s, form, "gone@example.com", t0.Add(48*time.Hour)); got != "" {
+			t.Fatalf("form %s: autoreply to a bounced address: %q, want none", form, got)
+		}
+	}
+})
