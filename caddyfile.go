@@ -311,6 +311,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxFieldLength, err = positiveIntLine(d)
 		case "mode": // the older name of `schema`
 			h.Mode, err = oneOfArg(d, intake.ModeEnforce, intake.ModeMonitor)
+		case "autoreply":
+			h.Autoreply, err = parseAutoreply(d, h.Autoreply)
 		case "notify":
 			var r intake.Route
 			r, err = parseNotify(d)

@@ -77,6 +77,8 @@ type Config struct {
 	MaxFieldLength int `json:"max_field_length,omitempty"`
 	// Routes are the notifications planned for every submission.
 	Routes []Route `json:"notify,omitempty"`
+	// Autoreply, when set, answers the visitor by e-mail (see Autoreply); nil: never.
+	Autoreply *Autoreply `json:"autoreply,omitempty"`
 	// Mode is how the field spec is applied: "enforce" (default) or "monitor"
 	// (Caddyfile `schema enforce|monitor`, or its alias `mode`).
 	Mode string `json:"mode,omitempty"`

@@ -76,7 +76,7 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 func feedbackDelivery(ctx context.Context, tx pgx.Tx, f outbox.Feedback) (outbox.Delivery, error) {
 	if f.DeliveryID != uuid.Nil {
 		d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-			WHERE id = $1 AND channel = 'email' FOR UPDATE`, f.DeliveryID))
+			WHERE id = $1 AND channel IN ('email', 'autoreply') FOR UPDATE`, f.DeliveryID))
 		if err == nil {
 			return d, nil
 		}
@@ -88,7 +88,7 @@ func feedbackDelivery(ctx context.Context, tx pgx.Tx, f outbox.Feedback) (outbox
 		return outbox.Delivery{}, outbox.ErrNotFound
 	}
 	d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE provider_message_id = $1 AND channel = 'email' LIMIT 1 FOR UPDATE`, f.ProviderMessageID))
+		WHERE provider_message_id = $1 AND channel IN ('email', 'autoreply') LIMIT 1 FOR UPDATE`, f.ProviderMessageID))
 	if isNoRows(err) {
 		return d, outbox.ErrNotFound
 	}

@@ -232,6 +232,9 @@ func act(ctx context.Context, tx pgx.Tx, a *outbox.Action) (outbox.Event, error)
 		}
 		return outbox.ActionEvent(*a, form, "", status, "")
 	case outbox.ActionErase:
+		if _, err := tx.Exec(ctx, qEraseAutoreplies, id); err != nil {
+			return outbox.Event{}, err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM submissions WHERE id = $1`, id); err != nil {
 			return outbox.Event{}, err
 		}

@@ -131,7 +131,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.
 			return fmt.Errorf("events: %w", err)
 		}
 		res.Events = int(tag.RowsAffected())
-		return nil
+		return pruneAutoreplies(ctx, tx, before, batch)
 	})
 	if err != nil {
 		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)

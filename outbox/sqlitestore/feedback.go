@@ -77,7 +77,7 @@ func (s *Store) RecordFeedback(ctx context.Context, f outbox.Feedback) (outbox.F
 func feedbackDelivery(ctx context.Context, tx *sql.Tx, f outbox.Feedback) (outbox.Delivery, error) {
 	if f.DeliveryID != uuid.Nil {
 		d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-			WHERE id = ? AND channel = 'email'`, f.DeliveryID.String()))
+			WHERE id = ? AND channel IN ('email', 'autoreply')`, f.DeliveryID.String()))
 		if err == nil {
 			return d, nil
 		}
@@ -89,7 +89,7 @@ func feedbackDelivery(ctx context.Context, tx *sql.Tx, f outbox.Feedback) (outbo
 		return outbox.Delivery{}, outbox.ErrNotFound
 	}
 	d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE provider_message_id = ? AND channel = 'email' LIMIT 1`, f.ProviderMessageID))
+		WHERE provider_message_id = ? AND channel IN ('email', 'autoreply') LIMIT 1`, f.ProviderMessageID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, outbox.ErrNotFound
 	}

@@ -275,6 +275,9 @@ func (s *Store) act(ctx context.Context, tx *sql.Tx, a *outbox.Action) (outbox.E
 		}
 		return outbox.ActionEvent(*a, form, "", status, "")
 	case outbox.ActionErase:
+		if _, err := tx.ExecContext(ctx, qEraseAutoreplies, id); err != nil {
+			return outbox.Event{}, err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id = ?`, id); err != nil {
 			return outbox.Event{}, err
 		}

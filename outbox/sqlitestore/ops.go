@@ -128,7 +128,10 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.
 		}
 		n, err = r.RowsAffected()
 		res.Events = int(n)
-		return err
+		if err != nil {
+			return err
+		}
+		return pruneAutoreplies(ctx, tx, before, batch)
 	})
 	if err != nil {
 		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)
