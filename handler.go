@@ -42,7 +42,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.IPHashKey = h.app.ipHashKey
 	h.InboxURL = h.app.InboxURL
 	h.ClientIP = caddyClientIP
-	h.EmailAttempts, h.WebhookAttempts = h.app.attempts()
+	h.EmailAttempts, h.WebhookAttempts = h.app.Attempts()
 
 	repl := caddy.NewReplacer()
 	for i := range h.Routes {

@@ -1,8 +1,8 @@
 // Package senders builds the providers a worker delivers through from plain, resolved
 // config values: the email provider (file, or SES, Resend and SMTP as a failover chain),
 // the webhook and chat providers, and the Sender that routes between them. It knows
-// nothing of Caddy: the root package resolves placeholders and hands over strings
-// (sender.go), so this wiring tests in seconds.
+// nothing of Caddy: internal/caddyconf/email.go resolves the config's placeholders into
+// plain strings, so this wiring tests in seconds.
 package senders
 
 import (

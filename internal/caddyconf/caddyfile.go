@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
@@ -16,7 +15,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// parseGlobalOption sets up the App from the global option block:
+// ParseApp reads the global option block into a (the root's App.UnmarshalCaddyfile):
 //
 //	form_outbox {
 //		storage sqlite [PATH]                  # default: <data dir>/form_outbox/outbox.db
@@ -47,22 +46,7 @@ import (
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //		inbox_url URL                          # emails link to the submission in the inbox
 //	}
-func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
-	if existing != nil {
-		return nil, d.Err("the form_outbox global option may appear only once")
-	}
-	app := new(App)
-	if err := app.UnmarshalCaddyfile(d); err != nil {
-		return nil, err
-	}
-	return httpcaddyfile.App{
-		Name:  AppName,
-		Value: caddyconfig.JSON(app, nil),
-	}, nil
-}
-
-// UnmarshalCaddyfile reads the global option block; see parseGlobalOption for the syntax.
-func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func ParseApp(d *caddyfile.Dispenser, a *App) error {
 	d.Next() // the option name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -197,7 +181,8 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 	return rc, nil
 }
 
-// parseDirective sets up the handler from the `form_outbox` directive:
+// ParseFormDirective reads the `form_outbox` directive into handler and returns its
+// matcher set (the root's parseDirective makes the route):
 //
 //	form_outbox [<matcher>] {
 //		form NAME                              # default: the matcher's path, e.g. /contact -> contact
@@ -226,7 +211,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //
 // It is registered with RegisterDirective rather than RegisterHandlerDirective because it
 // needs the matcher to name the form.
-func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+func ParseFormDirective(h httpcaddyfile.Helper, handler *intake.Config) (caddy.ModuleMap, error) {
 	if !h.Next() {
 		return nil, h.ArgErr()
 	}
@@ -234,8 +219,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 	if err != nil {
 		return nil, err
 	}
-	handler := new(Handler)
-	if err := handler.UnmarshalCaddyfile(h.Dispenser); err != nil {
+	if err := ParseForm(h.Dispenser, handler); err != nil {
 		return nil, err
 	}
 	if handler.Form == "" {
@@ -247,7 +231,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 		}
 		handler.Form = name
 	}
-	return h.NewRoute(matcherSet, handler), nil
+	return matcherSet, nil
 }
 
 // formPathSegment is what a form name derived from a path may look like.
@@ -275,9 +259,9 @@ func formFromMatcher(set caddy.ModuleMap) (string, bool) {
 	return seg, true
 }
 
-// UnmarshalCaddyfile reads the directive's block; see parseDirective for the syntax. The
+// ParseForm reads the directive's block; see ParseFormDirective for the syntax. The
 // matcher token, if any, has already been removed from d.
-func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func ParseForm(d *caddyfile.Dispenser, h *intake.Config) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -319,7 +303,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Routes = append(h.Routes, r)
 		default:
 			var ok bool
-			if ok, err = h.unmarshalDefence(d, opt); !ok {
+			if ok, err = unmarshalDefence(d, h, opt); !ok {
 				err = d.Errf("unknown subdirective %q", opt)
 			}
 		}
@@ -542,9 +526,3 @@ func onOffArg(d *caddyfile.Dispenser) (bool, error) {
 	}
 	return false, d.Errf("%s: want on or off, got %q", opt, s)
 }
-
-// Interface guards.
-var (
-	_ caddyfile.Unmarshaler = (*App)(nil)
-	_ caddyfile.Unmarshaler = (*Handler)(nil)
-)
