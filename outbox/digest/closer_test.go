@@ -192,12 +192,38 @@ func TestLateCommit(t *testing.T) {
 		if len(got) != 2 || !got[1].Start.Equal(at(t, "2026-12-01T11:00:00Z")) || got[1].Submissions != 1 || lists(got[1].Mails[0], late) != 1 {
 			t.Fatalf("second digest = %+v, want the 11:00 period listing the late submission", got)
 		}
-		if !strings.Contains(got[1].Mails[0].Text, "2026-12-01 10:59:58 (late: stored after its period's digest)") {
+		if !strings.Contains(got[1].Mails[0].Text, "2026-12-01 10:59:58 (late: from an earlier period)") {
 			t.Errorf("late submission not marked:\n%s", got[1].Mails[0].Text)
 		}
 		closeDue(t, c, at(t, "2026-12-01T14:00:10Z"))
 		if got := digests(t, s); len(got) != 2 {
 			t.Errorf("digests = %d after two empty periods, want still 2 (no mail for an empty period)", len(got))
+		}
+	})
+}
+
+// TestReleasedSubmissionIsListedNext: a quarantined submission is in no digest; released
+// by the operator after its period's digest, it is listed by the next one, marked late.
+func TestReleasedSubmissionIsListedNext(t *testing.T) {
+	eachStore(t, func(t *testing.T, s outbox.Store) {
+		c := digest.NewCloser(digest.Config{Store: s, Routes: []digest.Route{route(t, "hourly")}})
+		closeDue(t, c, at(t, "2026-12-01T10:00:00Z"))
+		ok := accept(t, s, at(t, "2026-12-01T10:10:00Z"), "ok")
+		held := storetest.NewSubmission("contact", storetest.WithCreatedAt(at(t, "2026-12-01T10:20:00Z")),
+			storetest.WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
+		storetest.MustAccept(t, s, held)
+		closeDue(t, c, at(t, "2026-12-01T11:00:10Z"))
+		got := digests(t, s)
+		if len(got) != 1 || got[0].Submissions != 1 || lists(got[0].Mails[0], ok) != 1 || lists(got[0].Mails[0], held) != 0 {
+			t.Fatalf("digests = %+v, want the accepted submission only", got)
+		}
+		if err := s.Act(ctxFor(t), outbox.Action{Kind: outbox.ActionRelease, SubmissionID: held.ID, User: "op", Now: at(t, "2026-12-01T11:30:00Z")}); err != nil {
+			t.Fatal(err)
+		}
+		closeDue(t, c, at(t, "2026-12-01T12:00:10Z"))
+		got = digests(t, s)
+		if len(got) != 2 || got[1].Submissions != 1 || lists(got[1].Mails[0], held) != 1 || !strings.Contains(got[1].Mails[0].Text, "(late: from an earlier period)") {
+			t.Fatalf("digests = %+v, want the released submission in the 11:00 digest, marked late", got)
 		}
 	})
 }

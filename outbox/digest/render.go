@@ -106,7 +106,7 @@ func renderText(b *bytes.Buffer, m message) {
 	for _, l := range m.Lines {
 		fmt.Fprintf(b, "%d. %s", l.N, l.Received)
 		if l.Late {
-			b.WriteString(" (late: stored after its period's digest)")
+			b.WriteString(" (late: from an earlier period)")
 		}
 		if l.Test {
 			b.WriteString(" [test]")
@@ -137,7 +137,7 @@ var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
 <p><strong>{{.Count}}</strong> submission(s) to form <strong>{{.Form}}</strong>, {{.Period}}</p>
 <ol>
 {{- range .Lines}}
-<li><span style="color:#666">{{.Received}}{{if .Late}} (late: stored after its period's digest){{end}}{{if .Test}} [test]{{end}}</span>
+<li><span style="color:#666">{{.Received}}{{if .Late}} (late: from an earlier period){{end}}{{if .Test}} [test]{{end}}</span>
 {{- with .Summary}} {{.}}{{end}}
 {{- if .Link}} <a href="{{.Link}}">open</a>{{else}} <span style="color:#666">{{.ID}}</span>{{end}}</li>
 {{- end}}
