@@ -151,7 +151,8 @@ func (c *Closer) nextWake(now time.Time) time.Time {
 // CloseDue writes the digest of every period of every route that closed by now (minus
 // the grace) and has accepted submissions no digest lists yet. With nothing to list it
 // costs one query per route. The run loop calls it on each wake-up; tests call it
-// directly.
+// directly, never beside a running loop or another CloseDue of the same Closer (several
+// Closers may run at once: that is what the database's keys are for).
 func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 	var errs []error
 	for i := range c.cfg.Routes {

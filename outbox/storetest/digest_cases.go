@@ -177,3 +177,34 @@ var _ = register("DigestConcurrentCreateMakesOne", func(t *testing.T, s outbox.S
 		t.Errorf("deliveries = %+v (%v), want only the winner's", ds, err)
 	}
 })
+
+// Erasing a listed submission takes its digest_items row with it (the digest row stays,
+// so the period is not digested again), and erasing the anchor takes the digest's
+// deliveries (docs/design.md, "Digests": where the deliveries hang).
+var _ = register("DigestItemsGoWithTheirSubmission", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	start := t0.Truncate(time.Hour)
+	anchor := NewSubmission("contact", WithCreatedAt(start.Add(minutes(1))))
+	listed := NewSubmission("contact", WithCreatedAt(start.Add(minutes(2))))
+	MustAccept(t, s, anchor)
+	MustAccept(t, s, listed)
+	d, ds := digestOf(start, anchor.ID, listed.ID)
+	if !createDigest(t, s, d, ds) {
+		t.Fatal("create digest = false")
+	}
+	if err := s.DeleteSubmission(ctx, listed.ID, start.Add(2*time.Hour)); err != nil {
+		t.Fatalf("erase a listed submission: %v", err)
+	}
+	if _, err := s.GetDelivery(ctx, ds[0].ID); err != nil {
+		t.Errorf("the digest delivery went with a listed submission that is not its anchor: %v", err)
+	}
+	if err := s.DeleteSubmission(ctx, anchor.ID, start.Add(2*time.Hour)); err != nil {
+		t.Fatalf("erase the anchor: %v", err)
+	}
+	if _, err := s.GetDelivery(ctx, ds[0].ID); err == nil {
+		t.Error("the digest delivery outlived its anchor submission")
+	}
+	if periods, err := s.DigestPeriods(ctx, "contact", "daily", start, start.Add(time.Hour)); err != nil || len(periods) != 1 {
+		t.Errorf("digest periods after erasure = %v (%v), want the period still digested", periods, err)
+	}
+})
