@@ -56,7 +56,8 @@ type App struct {
 	spoolKey  string                         // set once Start holds a reference in spools
 	spoolRT   atomic.Pointer[spool.Fallback] // nil until Start opens the spool (spool.go)
 
-	opsState // metrics, events, retention (app_ops.go)
+	opsState             // metrics, events, retention (app_ops.go)
+	digests  digestState // digest routes and their closer (app_digest.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -168,7 +169,8 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 	return wc
 }
 
-// Start opens the spool (taking its directory's lock) and starts the worker.
+// Start opens the spool (taking its directory's lock) and starts the worker and, with
+// digest routes, the digest closer beside it (app_digest.go).
 func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
 		zap.String("storage", a.storage.Describe()),
@@ -190,6 +192,7 @@ func (a *App) Start() error {
 	} else if err := a.worker.Start(a.ctx); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
+	a.startDigests()
 	a.startOps()
 	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
 	return nil
@@ -199,6 +202,7 @@ func (a *App) Start() error {
 // reload the new App already shares it, and Cleanup releases this App's reference.
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
+		a.stopDigests()
 		a.stopOps()
 		a.stopSpool()
 		if a.worker != nil {

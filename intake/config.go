@@ -32,6 +32,7 @@ import (
 	"sync"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/digest"
 )
 
 // Defaults.
@@ -203,8 +204,14 @@ type Route struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Digest makes an email route a digest (docs/design.md, "Digests"): no delivery per
+	// submission, one e-mail per closed period listing the form's accepted submissions.
+	// The schedule: hourly, daily at HH:MM [TZ], weekly WEEKDAY HH:MM [TZ] or every
+	// DURATION (outbox/digest.Parse).
+	Digest string `json:"digest,omitempty"`
 
-	templates routeTemplates // parsed BodyText, BodyHTML and Text
+	templates routeTemplates  // parsed BodyText, BodyHTML and Text
+	schedule  digest.Schedule // parsed Digest
 }
 
 // Email contents of a route (Route.Content).

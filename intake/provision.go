@@ -177,6 +177,9 @@ func (c *Config) provisionRoutes() error {
 		if err := r.parseTemplates(); err != nil {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}
+		if err := r.checkDigest(); err != nil {
+			return fmt.Errorf("notify %s: %w", r.Name, err)
+		}
 		if r.Channel != outbox.ChannelTelegram && (r.ChatID != "" || r.Token != "" || r.Endpoint != "") {
 			return fmt.Errorf("notify %s: chat_id, token and endpoint are for telegram routes", r.Name)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/digest"
 )
 
 // ParseApp reads the global option block into a (the root's App.UnmarshalCaddyfile):
@@ -199,6 +200,8 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //			content full|link                  # link: form, id and inbox link only (needs inbox_url)
 //			body_text FILE                     # a Go text/template (intake.TemplateData); default built in
 //			body_html FILE                     # a Go html/template; read and parsed at provision
+//			digest hourly|daily at HH:MM [TZ]|weekly WEEKDAY HH:MM [TZ]|every DURATION
+//			                                   # one e-mail per period instead of one per submission
 //		}
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
@@ -400,6 +403,10 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 				if r.BodyHTML, err = singleArg(d); err != nil {
 					return r, err
 				}
+			case "digest":
+				if r.Digest, err = digestArgs(d); err != nil {
+					return r, err
+				}
 			default:
 				if ok, err := parseRouteOption(d, &r); !ok {
 					return r, d.Errf("notify email: unknown option %q", opt)
@@ -446,6 +453,16 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 		return r, d.Errf("notify: unknown channel %q (want email, webhook, telegram, slack, discord or teams)", ch)
 	}
 	return r, nil
+}
+
+// digestArgs reads `digest SCHEDULE...` (outbox/digest.Parse), reporting a bad schedule
+// at its line.
+func digestArgs(d *caddyfile.Dispenser) (string, error) {
+	spec := strings.Join(d.RemainingArgs(), " ")
+	if _, err := digest.Parse(spec); err != nil {
+		return "", d.Errf("notify email: digest: %v", err)
+	}
+	return spec, nil
 }
 
 func singleArg(d *caddyfile.Dispenser) (string, error) {
