@@ -125,3 +125,82 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 }
 
 var _ providers.Provider = (*Provider)(nil)
+
+// Limit is one rate a send must respect: the key names what the rate applies to (a
+// provider, a webhook URL, a chat), PerSecond is its rate (positive).
+type Limit struct {
+	Key       string
+	PerSecond float64
+}
+
+// Pacer spaces sends per key without waiting: the worker asks it before a send starts
+// (docs/design.md, "Pacing"), and a send it refuses is put back in the queue, due when
+// the pacer says, instead of holding a send slot while it waits. A key's rate is fixed
+// by the first Reserve that names it. The zero value is ready to use and safe for
+// concurrent use.
+type Pacer struct {
+	mu      sync.Mutex
+	buckets map[string]*pace
+}
+
+// pace is one key's schedule.
+type pace struct {
+	interval time.Duration
+	next     time.Time // the earliest start of the next send
+	deferred time.Time // just past the last deferral handed out
+}
+
+// Reserve takes a send slot at now under every limit and reports true, when each has
+// one free; otherwise it takes none and returns false and the time to try again. Those
+// times are handed out one interval apart after the ones given before, so a backlog
+// refused together comes back spread over the slots to come, in the order refused,
+// rather than all at the next one. With no limits it always reports true.
+func (p *Pacer) Reserve(limits []Limit, now time.Time) (bool, time.Time) {
+	if len(limits) == 0 {
+		return true, now
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.buckets == nil {
+		p.buckets = make(map[string]*pace)
+	}
+	paces := make([]*pace, len(limits))
+	free := true
+	for i, l := range limits {
+		b := p.buckets[l.Key]
+		if b == nil {
+			b = &pace{interval: time.Duration(float64(time.Second) / l.PerSecond)}
+			p.buckets[l.Key] = b
+		}
+		paces[i] = b
+		if b.next.After(now) {
+			free = false
+		}
+	}
+	if free {
+		for _, b := range paces {
+			b.next = now.Add(b.interval)
+		}
+		return true, now
+	}
+	// The retry comes at the latest of the keys' next free slot or their last deferral;
+	// only the keys that set it move their deferrals on, so a key that is merely shared
+	// (a Telegram bot across its chats) is not pushed back by one busy chat's queue.
+	var at time.Time
+	for _, b := range paces {
+		at = latest(at, latest(b.next, b.deferred))
+	}
+	for _, b := range paces {
+		if !latest(b.next, b.deferred).Before(at) {
+			b.deferred = at.Add(b.interval)
+		}
+	}
+	return false, at
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -126,3 +126,48 @@ func TestEndedWaitHandsBackAFreeSlot(t *testing.T) {
 		t.Fatal("the next send waited for the slot an ended wait never used")
 	}
 }
+
+// TestPacerSpreadsWhatItRefuses: a Pacer takes a key's slot when it is free; what it
+// refuses comes back one interval apart, in the order refused, after the ones refused
+// before; a key shared with a busy one (a Telegram bot across chats) is not pushed back
+// by the busy key's queue.
+func TestPacerSpreadsWhatItRefuses(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p ratelimit.Pacer
+	email := []ratelimit.Limit{{Key: "email", PerSecond: 2}}
+	if ok, _ := p.Reserve(email, t0); !ok {
+		t.Fatal("the first send was refused")
+	}
+	for i := 1; i <= 3; i++ {
+		ok, at := p.Reserve(email, t0)
+		if want := t0.Add(time.Duration(i) * 500 * time.Millisecond); ok || !at.Equal(want) {
+			t.Fatalf("send %d: %v, retry at %v; want refused, retry at %v", i, ok, at, want)
+		}
+	}
+	// At the first retry time its slot is free, and only one slot is.
+	if ok, _ := p.Reserve(email, t0.Add(500*time.Millisecond)); !ok {
+		t.Fatal("the first deferred send was refused at its time")
+	}
+	if ok, at := p.Reserve(email, t0.Add(500*time.Millisecond)); ok || !at.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("a new send at 0.5s: %v, retry at %v; want refused, after the deferrals (2s)", ok, at)
+	}
+	if ok, _ := p.Reserve(nil, t0); !ok {
+		t.Fatal("a send with no limits was refused")
+	}
+
+	bot := ratelimit.Limit{Key: "bot", PerSecond: 30}
+	chatA := []ratelimit.Limit{bot, {Key: "chat A", PerSecond: 1}}
+	chatB := []ratelimit.Limit{bot, {Key: "chat B", PerSecond: 1}}
+	if ok, _ := p.Reserve(chatA, t0); !ok {
+		t.Fatal("chat A's first send was refused")
+	}
+	for range 5 {
+		if ok, _ := p.Reserve(chatA, t0); ok {
+			t.Fatal("chat A sent twice within its second")
+		}
+	}
+	later := t0.Add(100 * time.Millisecond)
+	if ok, at := p.Reserve(chatB, later); !ok {
+		t.Fatalf("chat B refused (retry at %v) behind chat A's queue on the shared bot", at)
+	}
+}
