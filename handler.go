@@ -58,6 +58,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.app.registry.RegisterTelegramBots(h.Form, h.Routes); err != nil {
 		return err
 	}
+	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
+		return err
+	}
 	for _, r := range h.Routes {
 		if r.Channel != outbox.ChannelWebhook {
 			continue
