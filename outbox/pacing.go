@@ -20,16 +20,18 @@ type Pacer interface {
 }
 
 // deferSend gives back the lease of a claimed delivery that its rate does not let start
-// now: the attempt is not charged (Store.Release) and the delivery is due again at at
-// (by the process clock, moved onto the database's for the row). The pass that claimed
-// it wakes the worker then (pacedWakes).
-func (w *Worker) deferSend(d Delivery, at, now time.Time) {
+// now: the attempt is not charged (Store.Release) and the delivery is due again at due
+// (the database's clock; the pass that claimed it computed it from the pacer's slot and
+// armed the worker's wake-up for that slot, w.paced). It runs on the send slot the claim
+// took for the row and gives it back when the write is done.
+func (w *Worker) deferSend(d Delivery, due time.Time) {
+	defer w.inflight.Done()
+	defer w.releaseSlots(1)
 	ctx, cancel := w.storeCtx()
 	defer cancel()
-	err := w.cfg.Store.Release(ctx, d.ID, d.LeaseToken, w.clock.Now().Add(at.Sub(now)))
+	err := w.cfg.Store.Release(ctx, d.ID, d.LeaseToken, due)
 	switch {
 	case err == nil:
-		heap.Push(&w.paced, at)
 	case errors.Is(err, ErrLeaseLost):
 		w.log.Warn("lease lost before deferring a paced send", deliveryFields(d)...)
 	default:

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -351,8 +352,11 @@ func (w *Worker) pass(ctx context.Context) {
 			if w.cfg.Pacer != nil {
 				now := w.cfg.Now()
 				if ok, at := w.cfg.Pacer.Reserve(d, now); !ok {
-					w.deferSend(d, at, now)
-					w.releaseSlots(1)
+					// The release is a store write: made beside the claims, on the send
+					// slot taken for the row, so a backlog is given back in parallel.
+					heap.Push(&w.paced, at)
+					w.inflight.Add(1)
+					go w.deferSend(d, w.clock.Now().Add(at.Sub(now)))
 					continue
 				}
 			}

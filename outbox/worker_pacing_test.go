@@ -25,7 +25,7 @@ func (c *channelPacer) Reserve(d outbox.Delivery, now time.Time) (bool, time.Tim
 	if d.Channel != c.ch {
 		return true, now
 	}
-	return c.p.Reserve([]ratelimit.Limit{{Key: string(c.ch), PerSecond: c.rate}}, now)
+	return c.p.Reserve(d.ID.String(), []ratelimit.Limit{{Key: string(c.ch), PerSecond: c.rate}}, now)
 }
 
 // sendLog records, by the manual clock, when each send reached the provider and how

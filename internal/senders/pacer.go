@@ -29,7 +29,7 @@ type Pacer struct {
 
 // Reserve implements outbox.Pacer.
 func (p *Pacer) Reserve(d outbox.Delivery, now time.Time) (bool, time.Time) {
-	return p.p.Reserve(p.limits(d), now)
+	return p.p.Reserve(d.ID.String(), p.limits(d), now)
 }
 
 // limits are the rates a delivery's send must respect, each keyed by what it applies to.

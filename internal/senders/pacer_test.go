@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -44,13 +46,13 @@ func TestPacerPacesEachTargetAtItsRate(t *testing.T) {
 		d      outbox.Delivery
 		second time.Duration // 0: the second send is taken too
 	}{
-		{"email", outbox.Delivery{Channel: outbox.ChannelEmail, Recipient: "sales@example.com"}, time.Second / 14},
-		{"webhook with rate", outbox.Delivery{Channel: outbox.ChannelWebhook, Recipient: hookA}, 500 * time.Millisecond},
-		{"webhook without", outbox.Delivery{Channel: outbox.ChannelWebhook, Recipient: hookB}, 0},
-		{"slack default", outbox.Delivery{Channel: outbox.ChannelSlack, Recipient: slackURL}, time.Second},
-		{"discord off", outbox.Delivery{Channel: outbox.ChannelDiscord, Recipient: "https://discord.com/api/webhooks/1/x"}, 0},
-		{"teams not configured: its default", outbox.Delivery{Channel: outbox.ChannelTeams, Recipient: "https://x.webhook.office.com/y"}, time.Second},
-		{"telegram chat", outbox.Delivery{Channel: outbox.ChannelTelegram, Recipient: "-100"}, time.Second},
+		{"email", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelEmail, Recipient: "sales@example.com"}, time.Second / 14},
+		{"webhook with rate", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelWebhook, Recipient: hookA}, 500 * time.Millisecond},
+		{"webhook without", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelWebhook, Recipient: hookB}, 0},
+		{"slack default", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelSlack, Recipient: slackURL}, time.Second},
+		{"discord off", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelDiscord, Recipient: "https://discord.com/api/webhooks/1/x"}, 0},
+		{"teams not configured: its default", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTeams, Recipient: "https://x.webhook.office.com/y"}, time.Second},
+		{"telegram chat", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTelegram, Recipient: "-100"}, time.Second},
 	} {
 		if ok, at := p.Reserve(tc.d, t0); !ok {
 			t.Errorf("%s: the first send refused until %v", tc.name, at)
@@ -70,11 +72,11 @@ func TestPacerPacesEachTargetAtItsRate(t *testing.T) {
 	at := t0
 	for i := 1; i < 30; i++ {
 		at = t0.Add(time.Duration(i) * botInterval)
-		if ok, _ := p.Reserve(outbox.Delivery{Channel: outbox.ChannelTelegram, Recipient: fmt.Sprint(-100 - i)}, at); !ok {
+		if ok, _ := p.Reserve(outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTelegram, Recipient: fmt.Sprint(-100 - i)}, at); !ok {
 			t.Fatalf("chat %d of the bot refused on the bot's slot", i+1)
 		}
 	}
-	if ok, retry := p.Reserve(outbox.Delivery{Channel: outbox.ChannelTelegram, Recipient: "-130"}, at); ok || !retry.Equal(at.Add(botInterval)) {
+	if ok, retry := p.Reserve(outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTelegram, Recipient: "-130"}, at); ok || !retry.Equal(at.Add(botInterval)) {
 		t.Errorf("a second message of the bot in one instant: %v, retry at %v; want refused until %v", ok, retry, at.Add(botInterval))
 	}
 }
