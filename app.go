@@ -115,6 +115,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	pacer, err := a.buildPacer()
+	if err != nil {
+		return err
+	}
 
 	store, err := loadStore(sc)
 	if err != nil {
@@ -122,7 +126,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.store, a.storeKey = store, sc.PoolKey()
 
-	a.worker = outbox.NewWorker(a.workerConfig(sender))
+	wc := a.workerConfig(sender)
+	wc.Pacer = pacer
+	a.worker = outbox.NewWorker(wc)
 	if err := a.provisionOps(); err != nil {
 		return err
 	}

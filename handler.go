@@ -61,6 +61,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.app.registerDigests(h.DigestRoutes()); err != nil {
 		return err
 	}
+	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
+		return err
+	}
 	for _, r := range h.Routes {
 		if r.Channel != outbox.ChannelWebhook {
 			continue

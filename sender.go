@@ -25,12 +25,22 @@ func (a *App) buildSender() (outbox.Sender, error) {
 	return senders.New(email, &a.registry, a.feedbackStore)
 }
 
+// buildPacer paces the worker's sends (docs/design.md, "Pacing"): e-mail at the rate of
+// the first provider of the email chain, webhook and chat routes at the rates their
+// handlers register in a.registry.
+func (a *App) buildPacer() (*senders.Pacer, error) {
+	rate, err := senders.EmailRate(a.emailConfig())
+	if err != nil {
+		return nil, fmt.Errorf("email: %w", err)
+	}
+	return &senders.Pacer{Email: rate, Registry: &a.registry}, nil
+}
+
 // emailProvider resolves the placeholders of the email config and builds its provider
 // (internal/senders/email.go). Secrets are resolved into the provider and never written
 // back to the config (internal/caddyconf/email.go).
 func (a *App) emailProvider() (providers.Provider, error) {
-	repl := caddy.NewReplacer()
-	cfg := a.Email.Resolved(a.from, a.mailDir, func(s string) string { return repl.ReplaceKnown(s, "") })
+	cfg := a.emailConfig()
 	// a.ctx is a caddy.Context struct: converted to an interface it is never nil, so the
 	// check is on the context it embeds (unset when an App is built by hand).
 	ctx := context.Context(a.ctx)
@@ -38,6 +48,12 @@ func (a *App) emailProvider() (providers.Provider, error) {
 		ctx = context.Background()
 	}
 	return senders.NewEmail(ctx, cfg)
+}
+
+// emailConfig is the email config with its placeholders resolved.
+func (a *App) emailConfig() senders.Email {
+	repl := caddy.NewReplacer()
+	return a.Email.Resolved(a.from, a.mailDir, func(s string) string { return repl.ReplaceKnown(s, "") })
 }
 
 // resolveTelegramBots resolves the placeholders of the Telegram routes' tokens and

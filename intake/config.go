@@ -202,6 +202,10 @@ type Route struct {
 	// webhook), e.g. an Authorization the receiver expects. Values may hold secrets: they
 	// live in the config, never in payloads or logs.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Rate paces this route's sends to its target (channels webhook, telegram, slack,
+	// discord and teams): "N/s", "N/m" or "off"; empty means the channel's default
+	// (docs/caddyfile.md, "Send rates"). Two routes to one target must agree.
+	Rate string `json:"rate,omitempty"`
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Digest makes an email route a digest (docs/design.md, "Digests"): no delivery per

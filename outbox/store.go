@@ -94,8 +94,10 @@ type Store interface {
 	// Complete records an attempt and the delivery's new state, fenced by the lease token.
 	Complete(ctx context.Context, c Completion) error
 
-	// Release gives back a lease without charging an attempt (shutdown): the delivery
-	// returns to its previous due status with attempts-1 and is due at once. Fenced.
+	// Release gives back a lease without charging an attempt: the delivery returns to its
+	// previous due status with attempts-1 and is due at now. Fenced. At shutdown now is
+	// the current time (due at once); the worker's pacing passes a later one to defer a
+	// send to its turn (docs/design.md, "Pacing").
 	Release(ctx context.Context, id uuid.UUID, token string, now time.Time) error
 
 	// Retry makes a dead or failed delivery pending again with a fresh attempt budget

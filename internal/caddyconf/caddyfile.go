@@ -206,9 +206,10 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
 //			header NAME VALUE                  # extra header, repeatable; {env.X} allowed
+//			rate N/s|N/m|off                   # send pace to this URL; default off
 //		}
-//		notify telegram CHAT_ID { token SECRET; endpoint URL }   # see parseChatNotify
-//		notify slack|discord|teams URL
+//		notify telegram CHAT_ID { token SECRET; endpoint URL; rate R }   # see parseChatNotify
+//		notify slack|discord|teams URL { rate R }
 //		(every notify block also takes `when field ...` guards and `fallback`; see parseRouteOption)
 //	}
 //
@@ -439,6 +440,12 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 				if err := parseWebhookHeader(d, &r); err != nil {
 					return r, err
 				}
+			case "rate":
+				rate, err := rateArg(d)
+				if err != nil {
+					return r, err
+				}
+				r.Rate = rate
 			default:
 				if ok, err := parseRouteOption(d, &r); !ok {
 					return r, d.Errf("notify webhook: unknown option %q", opt)

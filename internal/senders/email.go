@@ -123,12 +123,9 @@ func NewEmail(ctx context.Context, c Email) (providers.Provider, error) {
 // Each provider of a chain has its own bucket: a failover to Resend is paced by Resend's
 // rate, not SES's.
 func appendPaced(list []providers.Provider, p providers.Provider, name, rate, def string) ([]providers.Provider, error) {
-	if rate == "" {
-		rate = def
-	}
-	perSecond, err := ratelimit.Parse(rate)
+	perSecond, err := parseRate(name, rate, def)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	return append(list, ratelimit.Wrap(p, perSecond)), nil
 }
