@@ -42,7 +42,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.IPHashKey = h.app.ipHashKey
 	h.InboxURL = h.app.InboxURL
 	h.ClientIP = caddyClientIP
-	h.EmailAttempts, h.WebhookAttempts = h.app.attempts()
+	h.EmailAttempts, h.WebhookAttempts = h.app.Attempts()
 
 	repl := caddy.NewReplacer()
 	for i := range h.Routes {
@@ -56,6 +56,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	if err := h.app.registry.RegisterTelegramBots(h.Form, h.Routes); err != nil {
+		return err
+	}
+	if err := h.app.registerDigests(h.DigestRoutes()); err != nil {
+		return err
+	}
+	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
 		return err
 	}
 	for _, r := range h.Routes {

@@ -129,6 +129,11 @@ func (t flowTx) SkipDeliveries(ctx context.Context, submissionID uuid.UUID, now 
 	return err
 }
 
+func (t flowTx) EraseAutoreplies(ctx context.Context, submissionID uuid.UUID) error {
+	_, err := t.tx.Exec(ctx, fq.EraseAutoreplies, [16]byte(submissionID))
+	return err
+}
+
 func (t flowTx) DeleteSubmission(ctx context.Context, id uuid.UUID) error {
 	_, err := t.tx.Exec(ctx, fq.ActErase, [16]byte(id))
 	return err
@@ -157,6 +162,11 @@ func (t flowTx) PruneSubmissions(ctx context.Context, before time.Time, batch in
 func (t flowTx) PruneEvents(ctx context.Context, before time.Time, batch int) (int, error) {
 	tag, err := t.tx.Exec(ctx, fq.PruneEvents, before, batch)
 	return int(tag.RowsAffected()), err
+}
+
+func (t flowTx) PruneAutoreplies(ctx context.Context, before time.Time, batch int) error {
+	_, err := t.tx.Exec(ctx, fq.PruneAutoreplies, before, batch)
+	return err
 }
 
 var _ storeflow.Driver = flow{}

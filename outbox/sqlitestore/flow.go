@@ -145,6 +145,11 @@ func (t flowTx) SkipDeliveries(ctx context.Context, submissionID uuid.UUID, now 
 	return err
 }
 
+func (t flowTx) EraseAutoreplies(ctx context.Context, submissionID uuid.UUID) error {
+	_, err := t.tx.ExecContext(ctx, fq.EraseAutoreplies, submissionID.String())
+	return err
+}
+
 func (t flowTx) DeleteSubmission(ctx context.Context, id uuid.UUID) error {
 	_, err := t.tx.ExecContext(ctx, fq.ActErase, id.String())
 	return err
@@ -182,6 +187,11 @@ func nullUUID(id uuid.UUID) sql.NullString {
 		return sql.NullString{}
 	}
 	return sql.NullString{String: id.String(), Valid: true}
+}
+
+func (t flowTx) PruneAutoreplies(ctx context.Context, before time.Time, batch int) error {
+	_, err := t.tx.ExecContext(ctx, fq.PruneAutoreplies, micros(before), batch)
+	return err
 }
 
 var _ storeflow.Driver = flow{}

@@ -221,6 +221,32 @@ var _ = register("ReleaseReturnsTheDeliveryWithoutChargingAnAttempt", func(t *te
 	}
 })
 
+// A release at a later time is how the worker's pacing defers a send (docs/design.md,
+// "Pacing"): the delivery is unleased at once, uncharged, and due only from that time.
+var _ = register("ReleaseAtALaterTimeDefersTheDelivery", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	acceptDue(t, s, t0)
+	d := claim(t, s, t0, 1)[0]
+	due := t0.Add(90 * time.Second)
+	if err := s.Release(ctx, d.ID, d.LeaseToken, due); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if got := getDelivery(t, s, d.ID); got.Status != outbox.DeliveryPending || got.Attempts != 0 || got.LeaseToken != "" ||
+		!got.NextAttemptAt.Equal(due) {
+		t.Errorf("deferred delivery = %s, %d attempts, lease %q, due %v; want pending, 0, none, due %v",
+			got.Status, got.Attempts, got.LeaseToken, got.NextAttemptAt, due)
+	}
+	if got := claim(t, s, due.Add(-time.Microsecond), 1); len(got) != 0 {
+		t.Fatalf("claimed %d before the deferred time", len(got))
+	}
+	if got := claim(t, s, due, 1); len(got) != 1 || got[0].ID != d.ID || got[0].Attempts != 1 {
+		t.Fatalf("claim at the deferred time = %+v, want the delivery at attempt 1", got)
+	}
+	if as, _ := s.ListAttempts(ctx, d.ID); len(as) != 0 {
+		t.Errorf("deferring wrote %d attempts, want none", len(as))
+	}
+})
+
 var _ = register("RetryGivesDeadOrFailedDeliveriesAFreshBudget", func(t *testing.T, s outbox.Store) {
 	ctx := testCtx(t)
 	dead := acceptDue(t, s, t0)

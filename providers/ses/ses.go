@@ -4,6 +4,7 @@
 package ses
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -144,7 +145,7 @@ func (p *Provider) input(m providers.Message) (*sesv2.SendEmailInput, *providers
 		return nil, &providers.Error{Class: providers.Permanent, Code: "bad_recipient", Err: errors.New("recipient is not an email address")}
 	}
 	in := &sesv2.SendEmailInput{
-		FromEmailAddress: aws.String(p.from),
+		FromEmailAddress: aws.String(cmp.Or(m.From, p.from)),
 		Destination:      &types.Destination{ToAddresses: addresses(to)},
 		Content: &types.EmailContent{Simple: &types.Message{
 			Subject: &types.Content{Data: aws.String(providers.APIText(m.Subject)), Charset: aws.String("UTF-8")},

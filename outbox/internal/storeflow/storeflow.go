@@ -32,9 +32,10 @@ type Driver interface {
 // dialect needs it (PostgreSQL's FOR UPDATE; SQLite's single writer serializes
 // everything).
 type Tx interface {
-	// FeedbackDeliveryByID is the email delivery with this id.
+	// FeedbackDeliveryByID is the email or autoreply delivery with this id.
 	FeedbackDeliveryByID(ctx context.Context, id uuid.UUID) (outbox.Delivery, error)
-	// FeedbackDeliveryByMessageID is an email delivery with this provider message id.
+	// FeedbackDeliveryByMessageID is an email or autoreply delivery with this provider
+	// message id.
 	FeedbackDeliveryByMessageID(ctx context.Context, messageID string) (outbox.Delivery, error)
 	// ForgetReceipts deletes the replay keys received before before.
 	ForgetReceipts(ctx context.Context, before time.Time) error
@@ -67,6 +68,9 @@ type Tx interface {
 	MarkSpam(ctx context.Context, id uuid.UUID, reason string) error
 	// SkipDeliveries skips a submission's pending, failed and dead deliveries.
 	SkipDeliveries(ctx context.Context, submissionID uuid.UUID, now time.Time) error
+	// EraseAutoreplies deletes the autoreply windows of a submission's replies (their key
+	// is derived from the visitor's address).
+	EraseAutoreplies(ctx context.Context, submissionID uuid.UUID) error
 	// DeleteSubmission deletes a submission with its deliveries and their attempts.
 	DeleteSubmission(ctx context.Context, id uuid.UUID) error
 	// SuppressionTarget is a listed address's reason and the delivery (with its
@@ -79,6 +83,10 @@ type Tx interface {
 	// PruneEvents deletes at most batch of the oldest events, those before before, and
 	// says how many.
 	PruneEvents(ctx context.Context, before time.Time, batch int) (int, error)
+	// PruneAutoreplies deletes at most batch autoreply windows that closed before before.
+	// The window itself is kept by the deliveries triggers of migration 0005
+	// (docs/design.md, "Autoreplies").
+	PruneAutoreplies(ctx context.Context, before time.Time, batch int) error
 }
 
 // Queries names the statements a driver runs for Tx, each a query of that name in the
@@ -93,7 +101,8 @@ type Queries struct {
 	ActSubmissionTarget, ActRelease                   string
 	ActReleaseDeliveries, ActMarkSpam                 string
 	ActSkipDeliveries, ActErase, ActUnsuppressTarget  string
-	PruneSubmissions, PruneEvents                     string
+	EraseAutoreplies                                  string
+	PruneSubmissions, PruneEvents, PruneAutoreplies   string
 }
 
 // RetryTarget is Tx.RetryTarget's answer.
@@ -171,7 +180,7 @@ func RecordFeedback(ctx context.Context, d Driver, f outbox.Feedback) (outbox.Fe
 }
 
 // feedbackDelivery finds the delivery a report is about: by the id it carries, else by
-// the provider's message id (email deliveries only).
+// the provider's message id (email and autoreply deliveries only).
 func feedbackDelivery(ctx context.Context, tx Tx, f outbox.Feedback) (outbox.Delivery, error) {
 	if f.DeliveryID != uuid.Nil {
 		d, err := tx.FeedbackDeliveryByID(ctx, f.DeliveryID)
@@ -311,6 +320,9 @@ func act(ctx context.Context, tx Tx, a *outbox.Action) (outbox.Event, error) {
 		}
 		return outbox.ActionEvent(*a, t.Form, "", string(t.Status), "")
 	default: // outbox.ActionErase
+		if err := tx.EraseAutoreplies(ctx, id); err != nil {
+			return outbox.Event{}, err
+		}
 		if err := tx.DeleteSubmission(ctx, id); err != nil {
 			return outbox.Event{}, err
 		}
@@ -337,7 +349,8 @@ func unsuppress(ctx context.Context, tx Tx, a *outbox.Action) (outbox.Event, err
 }
 
 // Prune deletes one batch of expired submissions whose deliveries are all terminal, then
-// one batch of old events, in one short transaction (see outbox.Ops).
+// one batch of old events and one of closed autoreply windows, in one short transaction
+// (see outbox.Ops).
 func Prune(ctx context.Context, d Driver, before time.Time, batch int) (outbox.PruneResult, error) {
 	var res outbox.PruneResult
 	if batch <= 0 {
@@ -350,6 +363,9 @@ func Prune(ctx context.Context, d Driver, before time.Time, batch int) (outbox.P
 		}
 		if res.Events, err = tx.PruneEvents(ctx, before, batch); err != nil {
 			return fmt.Errorf("events: %w", err)
+		}
+		if err := tx.PruneAutoreplies(ctx, before, batch); err != nil {
+			return fmt.Errorf("autoreplies: %w", err)
 		}
 		return nil
 	})

@@ -3,12 +3,12 @@
 -- name: FeedbackDeliveryByID
 -- The delivery a report names by id, locked for the rest of the transaction.
 SELECT {{DeliveryColumns}} FROM deliveries
-	WHERE id = $1 AND channel = 'email' FOR UPDATE
+	WHERE id = $1 AND channel IN ('email', 'autoreply') FOR UPDATE
 
 -- name: FeedbackDeliveryByMessageID
--- The delivery a report names by the provider's message id (email deliveries only).
+-- The delivery a report names by the provider's message id (email and autoreply deliveries only).
 SELECT {{DeliveryColumns}} FROM deliveries
-	WHERE provider_message_id = $1 AND channel = 'email' LIMIT 1 FOR UPDATE
+	WHERE provider_message_id = $1 AND channel IN ('email', 'autoreply') LIMIT 1 FOR UPDATE
 
 -- name: ForgetOldReceipts
 DELETE FROM feedback_receipts WHERE received_at < $1

@@ -3,12 +3,12 @@
 -- name: FeedbackDeliveryByID
 -- The delivery a report names by id. The single writer connection serializes the
 -- feedback transactions, so no row lock is needed.
-SELECT {{DeliveryColumns}} FROM deliveries WHERE id = ? AND channel = 'email'
+SELECT {{DeliveryColumns}} FROM deliveries WHERE id = ? AND channel IN ('email', 'autoreply')
 
 -- name: FeedbackDeliveryByMessageID
--- The delivery a report names by the provider's message id (email deliveries only).
+-- The delivery a report names by the provider's message id (email and autoreply deliveries only).
 SELECT {{DeliveryColumns}} FROM deliveries
-	WHERE provider_message_id = ? AND channel = 'email' LIMIT 1
+	WHERE provider_message_id = ? AND channel IN ('email', 'autoreply') LIMIT 1
 
 -- name: ForgetOldReceipts
 DELETE FROM feedback_receipts WHERE received_at < ?
