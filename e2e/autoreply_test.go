@@ -150,8 +150,10 @@ func TestAutoreplyThroughCaddy(t *testing.T) {
 			// The notifications of both accepted posts, and exactly one reply.
 			waitMails(t, p, mailDir, "sales@example.com", 2)
 			replies := waitMails(t, p, mailDir, "ada@example.com", 1)
-			if got := autoreplyStatus(t, p, first); got != "sent" {
-				t.Fatalf("first post's autoreply %q, want sent", got)
+			// The outcome is recorded just after the mail file is written.
+			var got string
+			if err := waitFor(20*time.Second, func() bool { got = autoreplyStatus(t, p, first); return got == "sent" }); err != nil {
+				t.Fatalf("first post's autoreply %q, want sent: %v", got, err)
 			}
 			m := replies[0]
 			if len(replies) != 1 || m.Header.Get("From") != `"Example Ltd" <hello@example.com>` ||

@@ -137,8 +137,8 @@ type Limit struct {
 // (docs/design.md, "Pacing"), and a send it refuses is put back in the queue, due when
 // the pacer says, instead of holding a send slot while it waits. A refused send is given
 // a slot of its own, after the ones given before, and keeps it: when it comes back at that
-// time it is let through, however late its claim, and sends that arrive meanwhile queue
-// behind it. A key's rate is fixed by the first Reserve that names it. The zero value is
+// time it is let through, however late its claim, as soon as the key's last send is an
+// interval old; sends that arrive meanwhile queue behind it. A key's rate is fixed by the first Reserve that names it. The zero value is
 // ready to use and safe for concurrent use.
 type Pacer struct {
 	mu       sync.Mutex
@@ -184,8 +184,20 @@ func (p *Pacer) Reserve(id string, limits []Limit, now time.Time) (bool, time.Ti
 		paces[i] = b
 	}
 	if slot, ok := p.reserved[id]; ok {
-		if slot.After(now) {
-			return false, slot
+		// Its slot has come, but sends are still an interval apart: two refused sends
+		// whose claims both came late go one interval after the other, not together.
+		at := slot
+		for _, b := range paces {
+			at = latest(at, b.next)
+		}
+		if at.After(now) {
+			if at != slot {
+				p.reserved[id] = at
+				for _, b := range paces {
+					b.deferred = latest(b.deferred, at.Add(b.interval))
+				}
+			}
+			return false, at
 		}
 		delete(p.reserved, id)
 		for _, b := range paces {

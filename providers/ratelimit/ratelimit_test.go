@@ -130,8 +130,8 @@ func TestEndedWaitHandsBackAFreeSlot(t *testing.T) {
 
 // TestPacerSpreadsWhatItRefuses: a Pacer takes a key's slot when it is free; what it
 // refuses gets slots one interval apart, in the order refused, and keeps its slot: it is
-// let through when it comes back at or after it (however late), refused if early, and a
-// new send queues behind it. A key shared with a busy one (a Telegram bot across chats)
+// let through when it comes back at or after it (however late) once the key's last send
+// is an interval old, refused if early, and a new send queues behind it. A key shared with a busy one (a Telegram bot across chats)
 // is not pushed back by the busy key's queue.
 func TestPacerSpreadsWhatItRefuses(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -159,8 +159,16 @@ func TestPacerSpreadsWhatItRefuses(t *testing.T) {
 	if ok, _ := p.Reserve("2", email, ms(1300)); !ok {
 		t.Fatal("send 2 refused when its claim came late")
 	}
-	if ok, _ := p.Reserve("3", email, ms(1500)); !ok {
-		t.Fatal("send 3 refused at its slot")
+	// Send 3's slot (1.5s) has come, but send 2 went only 0.2s ago: it waits until the
+	// interval since send 2 is over, and a new send still queues behind the queue.
+	if ok, at := p.Reserve("3", email, ms(1500)); ok || !at.Equal(ms(1800)) {
+		t.Fatalf("send 3 at its slot, 0.2s after send 2: %v, slot %v; want refused, slot 1.8s", ok, at)
+	}
+	if ok, _ := p.Reserve("3", email, ms(1800)); !ok {
+		t.Fatal("send 3 refused at its moved slot")
+	}
+	if ok, at := p.Reserve("6", email, ms(1800)); ok || !at.Equal(ms(2500)) {
+		t.Fatalf("a new send at 1.8s: %v, slot %v; want refused, behind send 4 (2.5s)", ok, at)
 	}
 	if ok, _ := p.Reserve("5", nil, t0); !ok {
 		t.Fatal("a send with no limits was refused")
