@@ -71,6 +71,7 @@ type Store interface {
 	FeedbackStore
 	Ops
 	Inbox
+	FileStore
 
 	// Accept writes sub, its deliveries, a submission.received event and sub.Events in ONE
 	// transaction.

@@ -21,6 +21,9 @@ import (
 // transaction is rerun without it; a deadlock or serialization failure reruns the batch
 // (a few times); any other failure answers every remaining item with the error.
 func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
+	if slices.ContainsFunc(items, hasFiles) {
+		return s.acceptBatchWithFiles(ctx, items) // files.go
+	}
 	out := make([]outbox.AcceptOutcome, len(items))
 	rows := make([]acceptRow, len(items))
 	var live []int
