@@ -343,6 +343,8 @@ func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
 	f.Name = d.Val()
 	for d.NextArg() {
 		switch opt := d.Val(); opt {
+		case "file":
+			return parseFileField(d, f) // caddyfile_upload.go
 		case "required":
 			f.Required = true
 		case "email":

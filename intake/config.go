@@ -144,6 +144,19 @@ type FieldSpec struct {
 	// Pattern is a Go (RE2) regular expression the whole value must match.
 	Pattern string `json:"pattern,omitempty"`
 
+	// File makes the field a file upload (multipart posts; upload.go). Only Required and
+	// the three options below apply to it. A file that breaks them makes the submission
+	// quarantined/file_rejected, in either mode.
+	File bool `json:"file,omitempty"`
+	// MaxFileSize bounds each file, in bytes; 0: only the body bound (max_body).
+	MaxFileSize int64 `json:"max_file_size,omitempty"`
+	// MaxFiles is how many files the field takes; 0: DefaultMaxFiles (1).
+	MaxFiles int `json:"max_files,omitempty"`
+	// Types lists the allowed types, judged on the content (sniffed), never on what the
+	// client declared: exact types (application/pdf) or wildcards (image/*). Empty: any
+	// type but HTML, SVG, XML, scripts and executables, which only an exact entry allows.
+	Types []string `json:"types,omitempty"`
+
 	pattern *regexp.Regexp
 }
 

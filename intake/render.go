@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"html/template"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -63,6 +66,12 @@ func emailText(form string, sub *outbox.Submission, replyTo, link string) string
 	for _, f := range sub.Data {
 		fmt.Fprintf(&b, "%s: %s\n", f.Name, strings.ReplaceAll(f.Value, "\n", "\n  "))
 	}
+	if files := deliveredFiles(sub); len(files) > 0 {
+		b.WriteString("\nFiles:\n")
+		for _, f := range files {
+			fmt.Fprintf(&b, "  %s: %s (%s, %s)\n", f.Field, f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType)
+		}
+	}
 	if replyTo != "" {
 		fmt.Fprintf(&b, "\nReply to: %s\n", replyTo)
 	}
@@ -116,6 +125,14 @@ var emailHTMLTemplate = template.Must(template.New("email").Parse(`<!DOCTYPE htm
 <tr><th align="left" valign="top">{{.Name}}</th><td style="white-space:pre-wrap">{{.Value}}</td></tr>
 {{- end}}
 </table>
+{{- with .Files}}
+<p>Files:</p>
+<ul>
+{{- range .}}
+<li>{{.Field}}: {{.Name}} ({{.Size}}, {{.Type}})</li>
+{{- end}}
+</ul>
+{{- end}}
 {{- with .ReplyTo}}
 <p>Reply to: <a href="mailto:{{.}}">{{.}}</a></p>
 {{- end}}
@@ -135,6 +152,7 @@ func emailHTML(form string, sub *outbox.Submission, replyTo, link string) (strin
 		"ID":       sub.ID.String(),
 		"Received": sub.CreatedAt.UTC().Format(time.RFC3339),
 		"Link":     link,
+		"Files":    fileLines(sub),
 	})
 	if err != nil {
 		return "", fmt.Errorf("render email html: %w", err)
@@ -153,5 +171,52 @@ func webhookBody(sub *outbox.Submission) json.RawMessage {
 	*p = append(sub.CreatedAt.UTC().AppendFormat(append(*p, '"'), time.RFC3339Nano), '"')
 	p = o.Key("data")
 	*p = sub.Data.AppendJSON(*p)
+	if files := deliveredFiles(sub); len(files) > 0 {
+		p = o.Key("files")
+		*p = appendFilesJSON(*p, files)
+	}
 	return o.Close()
+}
+
+// deliveredFiles are the files a notification tells of: those that broke no rule. A
+// rejected file is kept for the inbox only (docs/design.md, "Files").
+func deliveredFiles(sub *outbox.Submission) []outbox.File {
+	var out []outbox.File
+	for _, f := range sub.Files {
+		if f.Rejected == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+type fileLine struct{ Field, Name, Size, Type string }
+
+func fileLines(sub *outbox.Submission) []fileLine {
+	var out []fileLine
+	for _, f := range deliveredFiles(sub) {
+		out = append(out, fileLine{f.Field, f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType})
+	}
+	return out
+}
+
+// appendFilesJSON appends the files' metadata as a JSON array: id, field, name, size,
+// type (sniffed) and sha256, never the content.
+func appendFilesJSON(dst []byte, files []outbox.File) []byte {
+	dst = append(dst, '[')
+	for i, f := range files {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		o := jsonw.NewObject(dst)
+		o.String("id", f.ID.String())
+		o.String("field", f.Field)
+		o.String("name", f.Name)
+		p := o.Key("size")
+		*p = strconv.AppendInt(*p, f.Size, 10)
+		o.String("type", f.SniffedType)
+		o.String("sha256", f.SHA256)
+		dst = o.Close()
+	}
+	return append(dst, ']')
 }
