@@ -169,15 +169,6 @@ func (s uploadStore) submission(t *testing.T, db *sql.DB, id string) (status, re
 	return status, reason, files
 }
 
-func countTable(t *testing.T, db *sql.DB, table string) int {
-	t.Helper()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
-		t.Fatalf("count %s: %v", table, err)
-	}
-	return n
-}
-
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
@@ -270,10 +261,10 @@ func TestUploadsEndToEnd(t *testing.T) {
 				}
 			}
 			// Past max_body: 413, nothing stored.
-			before := countTable(t, db, "submissions")
+			before := countRows(t, db, "submissions")
 			code, _, _ = postUpload(t, c, name, upPart{"cv", "cv.pdf", "application/pdf", append([]byte("%PDF-1.4"), make([]byte, 3<<20)...)})
-			if code != http.StatusRequestEntityTooLarge || countTable(t, db, "submissions") != before {
-				t.Errorf("over max_body: %d, submissions %d -> %d", code, before, countTable(t, db, "submissions"))
+			if code != http.StatusRequestEntityTooLarge || countRows(t, db, "submissions") != before {
+				t.Errorf("over max_body: %d, submissions %d -> %d", code, before, countRows(t, db, "submissions"))
 			}
 			if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) != 0 {
 				t.Errorf("temporary files left: %v", left)
@@ -298,7 +289,7 @@ func TestUploadKilledMidwayLeavesNothing(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("warm-up: %d %s", code, body)
 			}
-			before := countTable(t, db, "files")
+			before := countRows(t, db, "files")
 
 			ct, full := multipartBody(t, upPart{name: "name", body: []byte("Ada")}, upPart{"cv", "brief.pdf", "application/pdf", e2ePDF})
 			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", c.HTTPPort))
@@ -321,13 +312,13 @@ func TestUploadKilledMidwayLeavesNothing(t *testing.T) {
 				t.Errorf("temporary files left after kill -9: %v", left)
 			}
 			c.Restart()
-			if n := countTable(t, db, "files"); n != before {
+			if n := countRows(t, db, "files"); n != before {
 				t.Errorf("files after kill -9 mid-upload: %d, want %d", n, before)
 			}
 			var orphans int
 			db.QueryRow(`SELECT count(*) FROM file_chunks WHERE file_id NOT IN (SELECT id FROM files)`).Scan(&orphans)
-			if orphans != 0 || countTable(t, db, "submissions") != 1 {
-				t.Errorf("%d orphan chunks, %d submissions (want 0, 1)", orphans, countTable(t, db, "submissions"))
+			if orphans != 0 || countRows(t, db, "submissions") != 1 {
+				t.Errorf("%d orphan chunks, %d submissions (want 0, 1)", orphans, countRows(t, db, "submissions"))
 			}
 			code, id, body := postUpload(t, c, upPart{name: "name", body: []byte("Ada")}, upPart{"cv", "brief.pdf", "application/pdf", e2ePDF})
 			if _, _, files := st.submission(t, db, id); code != 200 || len(files) != 1 || files[0].SHA != sha(e2ePDF) {
@@ -390,7 +381,7 @@ func TestUploadSpooledWhilePostgresIsDown(t *testing.T) {
 	if status != "accepted" || len(files) != 1 || !bytes.Equal(files[0].Content, e2ePDF) || files[0].Name != "brief.pdf" {
 		t.Fatalf("replayed: %s, %d files", status, len(files))
 	}
-	if n := countTable(t, db, "files"); n != 2 {
+	if n := countRows(t, db, "files"); n != 2 {
 		t.Errorf("%d files stored, want 2 (each once)", n)
 	}
 	if err := waitFor(30*time.Second, func() bool {
