@@ -51,6 +51,11 @@ type App struct {
 	// InboxURL is where operators open the inbox (form_outbox_inbox), e.g.
 	// https://example.com/inbox: notification emails link to the submission under it.
 	InboxURL string `json:"inbox_url,omitempty"`
+	// FilesURL is where form_outbox_files serves signed file links, e.g.
+	// https://example.com/files: webhooks and chat messages link to each uploaded file
+	// under it, valid for FilesURLTTL (default DefaultFilesURLTTL). Empty: no links.
+	FilesURL    string         `json:"files_url,omitempty"`
+	FilesURLTTL caddy.Duration `json:"files_url_ttl,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -60,6 +65,7 @@ type App struct {
 	acceptor  *outbox.Acceptor // takes every handler's submissions: store or spool
 	worker    *outbox.Worker
 	ipHashKey []byte
+	filesKey  []byte // signs file links (files_handler.go)
 	from      string
 	mailDir   string
 
@@ -179,6 +185,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ipHashKey, err = loadIPHashKey()
 	if err != nil {
 		return err
+	}
+	if a.FilesURL != "" {
+		if err := intakeCheckURL(a.FilesURL); err != nil {
+			return fmt.Errorf("form_outbox: files_url %v", err)
+		}
+		if a.filesKey, err = loadFilesKey(); err != nil {
+			return err
+		}
 	}
 
 	sender, err := a.buildSender()

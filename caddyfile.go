@@ -46,6 +46,7 @@ import (
 //		spool DIR | off | always [DIR]         # see parseSpool
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //		inbox_url URL                          # emails link to the submission in the inbox
+//		files_url URL [TTL]                    # signed file links in webhooks and chat (form_outbox_files)
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
@@ -84,6 +85,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Retention, err = parseRetention(d)
 		case "inbox_url":
 			a.InboxURL, err = parseInboxURL(d)
+		case "files_url":
+			err = parseFilesURL(d, a) // files_handler.go
 		default:
 			err = d.Errf("unknown option %q", d.Val())
 		}

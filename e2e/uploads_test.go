@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/textproto"
 	"os"
 	"path/filepath"
@@ -389,5 +391,74 @@ func TestUploadSpooledWhilePostgresIsDown(t *testing.T) {
 		return len(left) == 0
 	}); err != nil {
 		t.Errorf("the spool kept the file after the replay")
+	}
+}
+
+// filesURLCaddyfile serves its own signed file links under /files and sends every
+// submission to a webhook.
+const filesURLCaddyfile = `{
+	admin 127.0.0.1:{{ADMIN}}
+	form_outbox {
+		storage sqlite {{DIR}}/forms.db
+		files_url http://127.0.0.1:{{HTTP}}/files 1h
+		worker {
+			poll_interval 300ms
+		}
+	}
+}
+http://127.0.0.1:{{HTTP}} {
+	form_outbox_files /files/*
+	form_outbox /apply {
+		form apply
+		field name required
+		field cv file required types application/pdf
+		max_body 2MB
+		notify webhook {{HOOK}} {
+			secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+		}
+	}
+}
+`
+
+// A webhook carries each file's metadata and a signed link; the link downloads the file
+// as an attachment, and a tampered one is refused.
+func TestWebhookFileLinkDownloads(t *testing.T) {
+	t.Parallel()
+	bodies := make(chan []byte, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- b
+	}))
+	defer hook.Close()
+	c := newCaddy(t, caddyOpts{Caddyfile: strings.ReplaceAll(filesURLCaddyfile, "{{HOOK}}", hook.URL)})
+	if code, _, body := postUpload(t, c, upPart{name: "name", body: []byte("Ada")}, upPart{"cv", "brief.pdf", "application/pdf", e2ePDF}); code != 200 {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	var got struct {
+		Files []struct{ Name, SHA256, URL string }
+	}
+	select {
+	case b := <-bodies:
+		if err := json.Unmarshal(b, &got); err != nil || len(got.Files) != 1 {
+			t.Fatalf("webhook body %s: %v", b, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no webhook\n%s", c.Log())
+	}
+	f := got.Files[0]
+	if f.Name != "brief.pdf" || f.SHA256 != sha(e2ePDF) || !strings.HasPrefix(f.URL, c.URL("/files/")) {
+		t.Fatalf("webhook file %+v", f)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.URL, nil)
+	resp, body := do(t, req)
+	if resp.StatusCode != 200 || body != string(e2ePDF) || resp.Header.Get("Content-Disposition") != `attachment; filename=brief.pdf` ||
+		resp.Header.Get("Content-Type") != "application/octet-stream" || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("download: %d %v, %d bytes", resp.StatusCode, resp.Header, len(body))
+	}
+	tampered := strings.Replace(f.URL, "exp=", "exp=9", 1)
+	req, _ = http.NewRequest(http.MethodGet, tampered, nil)
+	if resp, body := do(t, req); resp.StatusCode != http.StatusForbidden || strings.Contains(body, "PDF") {
+		t.Fatalf("tampered link: %d %q", resp.StatusCode, body)
 	}
 }

@@ -45,24 +45,33 @@ func (h *Handler) downloadFile(rq *request, raw string) {
 		rq.fail(http.StatusNotFound, "Only this file's description was kept (it came with spam), not its content.")
 		return
 	}
-	hd := rq.w.Header()
-	hd.Set("Content-Type", "application/octet-stream")
-	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name}))
-	hd.Set("Content-Security-Policy", downloadCSP)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Cache-Control", "private, no-store")
-	hd.Set("Content-Length", strconv.FormatInt(f.Size, 10))
-	if rq.r.Method == http.MethodHead {
-		return
-	}
-	n, err := h.cfg.Store.CopyFile(rq.r.Context(), f.ID, rq.w)
-	if err != nil {
+	if n, err := ServeFile(rq.w, rq.r, h.cfg.Store, f); err != nil {
 		// The status is sent; the download ends short and the log says why.
 		h.cfg.Logger.Error("inbox: download", zap.String("file", f.ID.String()), zap.Int64("bytes_written", n), zap.Error(err))
 		return
 	}
 	h.cfg.Logger.Info("inbox download", zap.String("user", rq.user), zap.String("file", f.ID.String()),
 		zap.String("submission", f.SubmissionID.String()))
+}
+
+// ServeFile answers a download of f (GET, or HEAD for the headers alone) from st: an
+// attachment of type application/octet-stream, never the sniffed type, with nosniff
+// and a sandboxing CSP, so no browser renders or runs it; the name is the sanitised
+// one, encoded as a header parameter (RFC 2231 for non-ASCII). The inbox and the signed
+// links of `files_url` (files_handler.go in the repository root) both serve files
+// through it. An error after the headers went out leaves the body short.
+func ServeFile(w http.ResponseWriter, r *http.Request, st outbox.FileStore, f *outbox.File) (int64, error) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/octet-stream")
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name}))
+	hd.Set("Content-Security-Policy", downloadCSP)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", "private, no-store")
+	hd.Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	if r.Method == http.MethodHead {
+		return 0, nil
+	}
+	return st.CopyFile(r.Context(), f.ID, w)
 }
 
 // fileRow is a file as the submission page lists it.

@@ -30,6 +30,9 @@ import (
 	"net/http"
 	"regexp"
 	"sync"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -113,6 +116,9 @@ type Config struct {
 	// InboxURL is the operator's inbox (the App's inbox_url): emails link to the
 	// submission's page under it. Empty: no link.
 	InboxURL string `json:"-"`
+	// FileURL, when set (the App's files_url), returns the signed, expiring download link
+	// of a file for webhooks and chat messages (internal/filelink). Nil: no link.
+	FileURL func(id uuid.UUID, now time.Time) string `json:"-"`
 	// ClientIP, when set, returns the client address (e.g. Caddy's trusted-proxy aware
 	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
 	ClientIP func(*http.Request) string `json:"-"`

@@ -70,7 +70,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
 			if hookBody == nil {
-				hookBody = webhookBody(sub)
+				hookBody = webhookBody(sub, c.fileLink(now))
 			}
 			base = outbox.Payload{Body: hookBody}
 		case outbox.ChannelTelegram, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:

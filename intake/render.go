@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -69,7 +70,7 @@ func emailText(form string, sub *outbox.Submission, replyTo, link string) string
 	if files := deliveredFiles(sub); len(files) > 0 {
 		b.WriteString("\nFiles:\n")
 		for _, f := range files {
-			fmt.Fprintf(&b, "  %s: %s (%s, %s)\n", f.Field, f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType)
+			fmt.Fprintf(&b, "  %s: %s\n", f.Field, fileSummary(f))
 		}
 	}
 	if replyTo != "" {
@@ -162,7 +163,10 @@ func emailHTML(form string, sub *outbox.Submission, replyTo, link string) (strin
 
 // webhookBody renders what a webhook receives; every webhook route sends the same body:
 // {"id","form","status","created_at","data"}, data keeping the form's field order.
-func webhookBody(sub *outbox.Submission) json.RawMessage {
+//
+// With files, "files" lists each one's metadata (appendFilesJSON), with its signed
+// download link when fileURL is set (the App's files_url).
+func webhookBody(sub *outbox.Submission, fileURL func(uuid.UUID) string) json.RawMessage {
 	o := jsonw.NewObject(make([]byte, 0, 128+64*len(sub.Data)))
 	o.String("id", sub.ID.String())
 	o.String("form", sub.Form)
@@ -173,7 +177,7 @@ func webhookBody(sub *outbox.Submission) json.RawMessage {
 	*p = sub.Data.AppendJSON(*p)
 	if files := deliveredFiles(sub); len(files) > 0 {
 		p = o.Key("files")
-		*p = appendFilesJSON(*p, files)
+		*p = appendFilesJSON(*p, files, fileURL)
 	}
 	return o.Close()
 }
@@ -201,8 +205,8 @@ func fileLines(sub *outbox.Submission) []fileLine {
 }
 
 // appendFilesJSON appends the files' metadata as a JSON array: id, field, name, size,
-// type (sniffed) and sha256, never the content.
-func appendFilesJSON(dst []byte, files []outbox.File) []byte {
+// type (sniffed), sha256 and, with fileURL, the signed link; never the content.
+func appendFilesJSON(dst []byte, files []outbox.File, fileURL func(uuid.UUID) string) []byte {
 	dst = append(dst, '[')
 	for i, f := range files {
 		if i > 0 {
@@ -216,7 +220,24 @@ func appendFilesJSON(dst []byte, files []outbox.File) []byte {
 		*p = strconv.AppendInt(*p, f.Size, 10)
 		o.String("type", f.SniffedType)
 		o.String("sha256", f.SHA256)
+		if fileURL != nil {
+			o.String("url", fileURL(f.ID))
+		}
 		dst = o.Close()
 	}
 	return append(dst, ']')
+}
+
+// fileLink returns the signer of file links for a submission planned at now, or nil
+// without files_url.
+func (c *Config) fileLink(now time.Time) func(uuid.UUID) string {
+	if c.FileURL == nil {
+		return nil
+	}
+	return func(id uuid.UUID) string { return c.FileURL(id, now) }
+}
+
+// fileSummary is one file as a notification line shows it: name, size and type.
+func fileSummary(f outbox.File) string {
+	return fmt.Sprintf("%s (%s, %s)", f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType)
 }

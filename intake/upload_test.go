@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -408,5 +409,46 @@ func TestProvisionRefusesMaxSizeAboveTheBodyBound(t *testing.T) {
 	err := c.Provision()
 	if err == nil || !strings.Contains(err.Error(), "field cv: max_size 5242880 is above the body bound 262144: raise max_body") {
 		t.Fatalf("provision: %v", err)
+	}
+}
+
+// With files_url, the webhook's files carry a signed link made at intake; a chat message
+// lists each file (name, size, type, SHA-256 and the link) after the fields. A rejected
+// file is in neither.
+func TestWebhookAndChatCarryFileMetadataAndLinks(t *testing.T) {
+	c := applyConfig(t)
+	c.Routes = append(c.Routes, Route{Channel: outbox.ChannelSlack, URL: "https://hooks.slack.com/services/T/B/X"})
+	c.FileURL = func(id uuid.UUID, now time.Time) string {
+		return "https://forms.example.com/files/" + id.String() + "?exp=" + fmt.Sprint(now.Unix()+60)
+	}
+	if err := c.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	res := mustParse(t, c, postParts(t, textPart("name", "Ada"), filePart("cv", "cv.pdf", "application/pdf", []byte("%PDF-1.4 hi"))))
+	defer res.Close()
+	f := res.Submission.Files[0]
+	link := "https://forms.example.com/files/" + f.ID.String() + "?exp=" + fmt.Sprint(testNow.Unix()+60)
+	for _, d := range res.Deliveries {
+		p := payloadOf(t, d)
+		switch d.Channel {
+		case outbox.ChannelWebhook:
+			var body struct{ Files []map[string]any }
+			json.Unmarshal(p.Body, &body)
+			if len(body.Files) != 1 || body.Files[0]["url"] != link || body.Files[0]["sha256"] != f.SHA256 {
+				t.Errorf("webhook files = %v, want the link %s", body.Files, link)
+			}
+		case outbox.ChannelSlack:
+			if want := "cv.pdf (11 B, application/pdf) sha256 " + f.SHA256 + " " + link; !strings.Contains(string(p.Body), want) {
+				t.Errorf("slack body lacks %q:\n%s", want, p.Body)
+			}
+		}
+	}
+
+	rejected := mustParse(t, c, postParts(t, textPart("name", "Ada"), filePart("cv", "cv.pdf", "application/pdf", []byte("<html>"))))
+	defer rejected.Close()
+	for _, d := range rejected.Deliveries {
+		if p := payloadOf(t, d); strings.Contains(string(p.Body)+p.Text, "cv.pdf") {
+			t.Errorf("%s payload of a rejected file names it: %s%s", d.Channel, p.Body, p.Text)
+		}
 	}
 }
