@@ -215,6 +215,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify email ADDRESS... {
 //			subject TEMPLATE                   # {field.NAME} is replaced by that field
 //			content full|link                  # link: form, id and inbox link only (needs inbox_url)
+//			attach [SIZE]                      # attach uploaded files up to SIZE in all (default 10MiB)
 //			body_text FILE                     # a Go text/template (intake.TemplateData); default built in
 //			body_html FILE                     # a Go html/template; read and parsed at provision
 //		}
@@ -411,6 +412,18 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, d.Errf("notify email: content %q: want full or link", s)
 				}
 				r.Content = s
+			case "attach":
+				r.Attach = true
+				if d.NextArg() {
+					n, err := humanize.ParseBytes(d.Val())
+					if err != nil || n == 0 || n > 1<<40 {
+						return r, d.Errf("notify email: attach %q is not a size like 10MB", d.Val())
+					}
+					r.AttachMax = int64(n)
+				}
+				if d.NextArg() {
+					return r, d.ArgErr()
+				}
 			case "body_text":
 				if r.BodyText, err = singleArg(d); err != nil {
 					return r, err

@@ -177,3 +177,12 @@ func intakeCheckURL(v string) error {
 	}
 	return nil
 }
+
+// fileStore is the App's store seen as a file store (attachments at send time), nil while
+// no store is open.
+func (a *App) fileStore() outbox.FileStore {
+	if a.store == nil {
+		return nil
+	}
+	return a.store
+}

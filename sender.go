@@ -78,7 +78,7 @@ func (a *App) buildSender() (outbox.Sender, error) {
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	a.emailProviderName = email.Name()
-	return senders.New(email, &a.registry, a.feedbackStore)
+	return senders.New(email, &a.registry, a.feedbackStore, a.fileStore)
 }
 
 // emailProvider resolves the placeholders of the email config and builds its provider

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/mail"
 	"net/textproto"
 	"os"
 	"path/filepath"
@@ -50,7 +53,9 @@ http://127.0.0.1:{{HTTP}} {
 		field cv file required max_size 600KB types application/pdf
 		field photos file max_files 3 max_size 100KB types image/png image/jpeg
 		max_body 2MB
-		notify email hr@example.com
+		notify email hr@example.com {
+			attach
+		}
 	}
 }
 `
@@ -218,6 +223,9 @@ func TestUploadsEndToEnd(t *testing.T) {
 			}
 			if !strings.Contains(mail, "cv: brief.pdf (390 kB, application/pdf)") || !strings.Contains(mail, "photos: me.png (2.0 kB, image/png)") {
 				t.Errorf("e-mail does not list the files:\n%s", mail)
+			}
+			if att := emailAttachments(t, mail); len(att) != 2 || !bytes.Equal(att["brief.pdf"], e2ePDF) || !bytes.Equal(att["me.png"], e2ePNG) {
+				t.Errorf("e-mail attachments: %d, want the PDF and the photo byte for byte", len(att))
 			}
 
 			hostile := []struct {
@@ -460,5 +468,36 @@ func TestWebhookFileLinkDownloads(t *testing.T) {
 	req, _ = http.NewRequest(http.MethodGet, tampered, nil)
 	if resp, body := do(t, req); resp.StatusCode != http.StatusForbidden || strings.Contains(body, "PDF") {
 		t.Fatalf("tampered link: %d %q", resp.StatusCode, body)
+	}
+}
+
+// emailAttachments reads the attached files of an .eml by name.
+func emailAttachments(t *testing.T, raw string) map[string][]byte {
+	t.Helper()
+	msg, err := mail.ReadMessage(strings.NewReader(raw))
+	if err != nil {
+		t.Fatalf("parse e-mail: %v", err)
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/mixed" {
+		t.Fatalf("e-mail is %q, want multipart/mixed", msg.Header.Get("Content-Type"))
+	}
+	out := map[string][]byte{}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("e-mail part: %v", err)
+		}
+		if disp, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition")); disp == "attachment" {
+			b, err := io.ReadAll(base64.NewDecoder(base64.StdEncoding, part))
+			if err != nil {
+				t.Fatalf("attachment %s: %v", dp["filename"], err)
+			}
+			out[dp["filename"]] = b
+		}
 	}
 }

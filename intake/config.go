@@ -46,6 +46,10 @@ const (
 	DefaultMaxUnknown    = 20
 	DefaultMaxUnknownLen = 2000
 
+	// DefaultAttachMax is a route's total of attached bytes when `attach` names none:
+	// below SES's and Resend's message limits (40 MB) once base64 has grown it by a third.
+	DefaultAttachMax = 10 << 20
+
 	// MaxIdempotencyKeyLength bounds the key a client may send (header or field).
 	MaxIdempotencyKeyLength = 200
 	// MaxFieldNameLength bounds a field's name; names reach text bodies and templates.
@@ -212,6 +216,11 @@ type Route struct {
 	// (the form, the id and the inbox link only, for operators who keep visitor data
 	// out of mailboxes; needs InboxURL).
 	Content string `json:"content,omitempty"`
+	// Attach sends the submission's files with the email (channel email), up to
+	// AttachMax bytes in all (default DefaultAttachMax); above it the email lists them
+	// and says they were too large to attach. A rejected file is never attached.
+	Attach    bool  `json:"attach,omitempty"`
+	AttachMax int64 `json:"attach_max,omitempty"`
 	// Secret signs webhooks (whsec_...); never stored in payloads or logged.
 	Secret string `json:"secret,omitempty"`
 	// Headers are extra HTTP headers sent with every webhook of this route (channel

@@ -67,6 +67,9 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 				}
 			}
 			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: rt, HTML: rh}
+			if route.Attach {
+				c.attach(&base, route, sub) // upload.go
+			}
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
 			if hookBody == nil {

@@ -69,6 +69,9 @@ func (c *Config) Provision() error {
 		}
 	}
 	for _, r := range c.Routes {
+		if (r.Attach || r.AttachMax != 0) && (r.Channel != outbox.ChannelEmail || r.AttachMax < 0) {
+			return fmt.Errorf("intake: form %s: route %s: attach is an e-mail option with a positive size", c.Form, r.Name)
+		}
 		switch r.Content {
 		case "", ContentFull:
 		case ContentLink:

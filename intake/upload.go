@@ -342,3 +342,35 @@ func fileRejectedData(form string, files []outbox.File) map[string]any {
 func (c *Config) dropEmptyFileFields(data outbox.Fields) outbox.Fields {
 	return slices.DeleteFunc(data, func(f outbox.Field) bool { return f.Value == "" && c.fileSpec(f.Name) != nil })
 }
+
+// attach adds the submission's files to an `attach` route's email, when their total fits
+// the route's cap; otherwise the text says why they are not attached. Only files that
+// broke no rule and whose content was kept are attached.
+func (c *Config) attach(p *outbox.Payload, route Route, sub *outbox.Submission) {
+	limit := route.AttachMax
+	if limit <= 0 {
+		limit = DefaultAttachMax
+	}
+	var refs []outbox.AttachmentRef
+	var total int64
+	for _, f := range deliveredFiles(sub) {
+		if !f.HasContent {
+			continue
+		}
+		total += f.Size
+		refs = append(refs, outbox.AttachmentRef{FileID: f.ID, Name: f.Name, Type: f.SniffedType, Size: f.Size})
+	}
+	if len(refs) == 0 {
+		return
+	}
+	if total > limit {
+		where := "open them in the inbox"
+		if c.InboxURL == "" {
+			where = "they are kept with the submission"
+		}
+		p.Text += fmt.Sprintf("\n(The files are not attached: %d bytes in all is over this notification's limit of %d bytes; %s.)\n",
+			total, limit, where)
+		return
+	}
+	p.Attachments = refs
+}

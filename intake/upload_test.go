@@ -452,3 +452,37 @@ func TestWebhookAndChatCarryFileMetadataAndLinks(t *testing.T) {
 		}
 	}
 }
+
+// `attach` puts the accepted files on the email when they fit its cap, and only those;
+// over the cap the text says why they are not attached.
+func TestAttachWithinItsCap(t *testing.T) {
+	c := applyConfig(t)
+	c.Routes = []Route{{Name: "small", Channel: outbox.ChannelEmail, To: []string{"hr@example.com"}, Attach: true, AttachMax: 20},
+		{Name: "big", Channel: outbox.ChannelEmail, To: []string{"boss@example.com"}, Attach: true}}
+	c.InboxURL = "https://example.com/inbox"
+	if err := c.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	res := mustParse(t, c, postParts(t, textPart("name", "Ada"), filePart("cv", "cv.pdf", "application/pdf", pdf),
+		filePart("photos", "x.png", "image/png", []byte("<svg onload=alert(1)>"))))
+	defer res.Close()
+	byRoute := map[string]outbox.Payload{}
+	for _, d := range res.Deliveries {
+		byRoute[d.Route] = payloadOf(t, d)
+	}
+	want := []outbox.AttachmentRef{{FileID: res.Submission.Files[0].ID, Name: "cv.pdf", Type: "application/pdf", Size: int64(len(pdf))}}
+	if got := byRoute["big"].Attachments; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("big route attachments = %+v, want the cv only (the SVG was rejected)", got)
+	}
+	small := byRoute["small"]
+	if len(small.Attachments) != 0 || !strings.Contains(small.Text, fmt.Sprintf("(The files are not attached: %d bytes in all is over this notification's limit of 20 bytes; open them in the inbox.)", len(pdf))) {
+		t.Errorf("small route: %d attachments, text:\n%s", len(small.Attachments), small.Text)
+	}
+}
+
+func TestAttachIsAnEmailOption(t *testing.T) {
+	c := &Config{Form: "f", Routes: []Route{{Channel: outbox.ChannelWebhook, URL: "https://x.example/h", Attach: true}}}
+	if err := c.Provision(); err == nil || !strings.Contains(err.Error(), "attach is an e-mail option") {
+		t.Fatalf("provision: %v", err)
+	}
+}
