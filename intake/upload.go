@@ -111,8 +111,6 @@ func (u *uploads) receive(part *multipart.Part) (outbox.File, error) {
 	if err != nil {
 		return f, err
 	}
-	head := mem.Bytes()[:min(mem.Len(), sniffLength)]
-	f.SniffedType = sniff(head)
 	if _, err := tmp.Write(mem.Bytes()); err != nil {
 		return f, fmt.Errorf("%w: %w", errUploadTemp, err)
 	}
@@ -126,6 +124,12 @@ func (u *uploads) receive(part *multipart.Part) (outbox.File, error) {
 	}
 	f.Size = n + rest
 	f.Content = tempContent{f: tmp, size: f.Size}
+	// The type from the file's start, which the memory budget may not have held.
+	head := make([]byte, min(f.Size, sniffLength))
+	if _, err := tmp.ReadAt(head, 0); err != nil {
+		return f, fmt.Errorf("%w: %w", errUploadTemp, err)
+	}
+	f.SniffedType = sniff(head)
 	f.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return f, nil
 }

@@ -301,18 +301,26 @@ func TestUploadSpillsPastTheMemoryBudgetToUnlinkedFiles(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	c := applyConfig(t)
-	small := append([]byte("%PDF-1.4\n"), make([]byte, 200<<10)...)
+	small := append([]byte("%PDF-1.4\n"), make([]byte, uploadMemory-9)...) // the whole budget
 	big := append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte("x"), 300<<10)...)
 	c.Fields[1].MaxFiles = 3
+	c.Fields[1].MaxFileSize = 0
 	res := mustParse(t, c, postParts(t, textPart("name", "Ada"), filePart("cv", "a.pdf", "application/pdf", small),
 		filePart("cv", "b.pdf", "application/pdf", big), filePart("cv", "c.pdf", "application/pdf", small)))
 	files := res.Submission.Files
 	if _, ok := files[0].Content.(outbox.BytesContent); !ok {
-		t.Errorf("first file (200 kB) not in memory: %T", files[0].Content)
+		t.Errorf("first file (the whole budget) not in memory: %T", files[0].Content)
 	}
 	for i := 1; i < 3; i++ {
 		if _, ok := files[i].Content.(tempContent); !ok {
 			t.Errorf("file %d not spilled: %T", i, files[i].Content)
+		}
+	}
+	for i, f := range files {
+		// The third file came after the budget was spent: its type is still judged on
+		// its first bytes, not on the one byte that told it would not fit.
+		if f.SniffedType != "application/pdf" || f.Rejected != "" {
+			t.Errorf("file %d sniffed %q, rejected %q", i, f.SniffedType, f.Rejected)
 		}
 	}
 	if res.uploads.memory > uploadMemory {
