@@ -34,6 +34,23 @@ const (
 // memory per file (docs/design.md, "Files").
 const FileChunkSize = 256 << 10
 
+// FileWriteRate is the rate at which a store write is expected to take file content at
+// the least: a submission's write deadline (the Acceptor's, the spool replay's) grows by
+// FileAllowance, so that a large upload is not sent to the spool for the time its bytes
+// take to write.
+const FileWriteRate = 4 << 20 // bytes per second
+
+// FileAllowance is the extra time a store write of sub gets for its files' content.
+func FileAllowance(sub *Submission) time.Duration {
+	var n int64
+	for _, f := range sub.Files {
+		if f.HasContent {
+			n += f.Size
+		}
+	}
+	return time.Duration(n * int64(time.Second) / FileWriteRate)
+}
+
 // File is one uploaded file of a submission, stored in the same transaction as the
 // submission (docs/design.md, "Files").
 type File struct {

@@ -70,7 +70,7 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 					zap.Uint64("segment", seq), zap.Int("offset", r.Off), zap.String("id", sub.ID.String()),
 					zap.Int("files", len(damaged)))
 			}
-			actx, cancel := context.WithTimeout(ctx, ReplayAcceptTimeout)
+			actx, cancel := context.WithTimeout(ctx, ReplayAcceptTimeout+outbox.FileAllowance(&sub))
 			res, err := outbox.Accept(actx, store, &sub, r.Entry.Deliveries)
 			cancel()
 			if err != nil {

@@ -25,3 +25,6 @@ CREATE TABLE file_chunks (
 	data    bytea NOT NULL,
 	PRIMARY KEY (file_id, seq)
 );
+-- Uploads are mostly compressed already (PDF, JPEG, PNG, ZIP): store the chunks out of
+-- line without trying to compress them again.
+ALTER TABLE file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
