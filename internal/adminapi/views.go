@@ -21,7 +21,22 @@ type Submission struct {
 	IdempotencyKey string        `json:"idempotency_key,omitempty"`
 	Data           outbox.Fields `json:"data"`
 	Meta           outbox.Meta   `json:"meta"`
-	Deliveries     []Delivery    `json:"deliveries,omitempty"`
+	// Files are the uploaded files' metadata (shown and exported, never their content).
+	Files      []File     `json:"files,omitempty"`
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+}
+
+// File is one uploaded file of a submission: its metadata, never its content.
+type File struct {
+	ID           string `json:"id"`
+	Field        string `json:"field"`
+	Name         string `json:"name"`
+	Size         int64  `json:"size"`
+	Type         string `json:"type"`
+	DeclaredType string `json:"declared_type,omitempty"`
+	SHA256       string `json:"sha256"`
+	Rejected     string `json:"rejected,omitempty"`
+	Kept         bool   `json:"kept"`
 }
 
 // Delivery is one delivery job of a submission.
