@@ -83,21 +83,9 @@ type fileRow struct {
 // FilesJSON is the export's files cell: each file's metadata, never its content ("[]"
 // for none).
 func FilesJSON(files []outbox.File) string {
-	type fileMeta struct {
-		ID           string `json:"id"`
-		Field        string `json:"field"`
-		Name         string `json:"name"`
-		Size         int64  `json:"size"`
-		Type         string `json:"type"`
-		DeclaredType string `json:"declared_type,omitempty"`
-		SHA256       string `json:"sha256"`
-		Rejected     string `json:"rejected,omitempty"`
-		Kept         bool   `json:"kept"`
-	}
-	out := make([]fileMeta, 0, len(files))
+	out := make([]outbox.FileMeta, 0, len(files))
 	for _, f := range files {
-		out = append(out, fileMeta{ID: f.ID.String(), Field: f.Field, Name: f.Name, Size: f.Size, Type: f.SniffedType,
-			DeclaredType: f.DeclaredType, SHA256: f.SHA256, Rejected: f.Rejected, Kept: f.HasContent})
+		out = append(out, f.Meta())
 	}
 	b, _ := json.Marshal(out) // strings and numbers only: cannot fail
 	return string(b)

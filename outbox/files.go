@@ -75,6 +75,26 @@ type File struct {
 	Content FileContent
 }
 
+// FileMeta is a file as exports and the admin API show it: its metadata, never its
+// content.
+type FileMeta struct {
+	ID           string `json:"id"`
+	Field        string `json:"field"`
+	Name         string `json:"name"`
+	Size         int64  `json:"size"`
+	Type         string `json:"type"` // sniffed
+	DeclaredType string `json:"declared_type,omitempty"`
+	SHA256       string `json:"sha256"`
+	Rejected     string `json:"rejected,omitempty"`
+	Kept         bool   `json:"kept"` // the content is stored
+}
+
+// Meta returns f's FileMeta.
+func (f File) Meta() FileMeta {
+	return FileMeta{ID: f.ID.String(), Field: f.Field, Name: f.Name, Size: f.Size, Type: f.SniffedType,
+		DeclaredType: f.DeclaredType, SHA256: f.SHA256, Rejected: f.Rejected, Kept: f.HasContent}
+}
+
 // FileContent is a file's bytes, which can be read more than once (a store may retry a
 // transaction, the spool copies them).
 type FileContent interface {

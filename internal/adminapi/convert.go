@@ -21,8 +21,7 @@ func newSubmission(s *outbox.Submission) Submission {
 		Data: data, Meta: s.Meta,
 	}
 	for _, f := range s.Files {
-		v.Files = append(v.Files, File{ID: f.ID.String(), Field: f.Field, Name: f.Name, Size: f.Size,
-			Type: f.SniffedType, DeclaredType: f.DeclaredType, SHA256: f.SHA256, Rejected: f.Rejected, Kept: f.HasContent})
+		v.Files = append(v.Files, f.Meta())
 	}
 	return v
 }

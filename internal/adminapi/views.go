@@ -27,17 +27,7 @@ type Submission struct {
 }
 
 // File is one uploaded file of a submission: its metadata, never its content.
-type File struct {
-	ID           string `json:"id"`
-	Field        string `json:"field"`
-	Name         string `json:"name"`
-	Size         int64  `json:"size"`
-	Type         string `json:"type"`
-	DeclaredType string `json:"declared_type,omitempty"`
-	SHA256       string `json:"sha256"`
-	Rejected     string `json:"rejected,omitempty"`
-	Kept         bool   `json:"kept"`
-}
+type File = outbox.FileMeta
 
 // Delivery is one delivery job of a submission.
 type Delivery struct {
