@@ -23,9 +23,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/browsertest"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
@@ -499,5 +501,81 @@ func emailAttachments(t *testing.T, raw string) map[string][]byte {
 			}
 			out[dp["filename"]] = b
 		}
+	}
+}
+
+// uploadSiteCaddyfile serves a page whose form uses the browser client and takes a file.
+const uploadSiteCaddyfile = `{
+	admin 127.0.0.1:{{ADMIN}}
+	form_outbox {
+		storage sqlite {{DIR}}/forms.db
+		worker off
+	}
+}
+http://127.0.0.1:{{HTTP}} {
+	root * {{DIR}}/site
+	form_outbox /apply {
+		form apply
+		field name required
+		field cv file required types application/pdf
+		max_body 2MB
+		redirect /thanks.html
+	}
+	file_server
+}
+`
+
+const uploadPage = `<!DOCTYPE html><html><body>
+<form data-form-outbox action="/apply" method="post" enctype="multipart/form-data">
+<input id="name" name="name"><input id="cv" type="file" name="cv"><button type="submit">Send</button>
+</form>
+<script src="/apply?form_outbox=client.js" defer></script>
+</body></html>`
+
+// In Chromium, a form of the browser client with a chosen file is posted by the browser
+// itself, so the file arrives; the client never drops it for a JSON post.
+func TestBrowserClientLeavesFileFormsToTheBrowser(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "site"), 0o700)
+	os.WriteFile(filepath.Join(dir, "site", "index.html"), []byte(uploadPage), 0o600)
+	os.WriteFile(filepath.Join(dir, "site", "thanks.html"), []byte("<p>Thanks</p>"), 0o600)
+	pdfPath := filepath.Join(dir, "brief.pdf")
+	os.WriteFile(pdfPath, e2ePDF, 0o600)
+	p := newCaddy(t, caddyOpts{Dir: dir, Caddyfile: uploadSiteCaddyfile})
+	ctx := browsertest.New(t, browsertest.Options{})
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(p.URL("/")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "Ada"),
+		chromedp.SetUploadFiles(chromedp.CSS("#cv"), []string{pdfPath}),
+	); err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	// The client is running before the click (it intercepts every other form).
+	if err := waitFor(10*time.Second, func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete"`))
+		return err == nil && ok
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("cv").files.length`)); err != nil || n != 1 {
+		t.Fatalf("the file input holds %d files (%v)", n, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("button[type=submit]"))); err != nil {
+		t.Fatalf("fill and send: %v", err)
+	}
+	db := openSQLite(t, filepath.Join(dir, "forms.db"))
+	st := uploadStore{q: func(s string) string { return s }}
+	var id string
+	if err := waitFor(30*time.Second, func() bool {
+		return db.QueryRow(`SELECT id FROM submissions WHERE status = 'accepted'`).Scan(&id) == nil
+	}); err != nil {
+		var n int
+		db.QueryRow(`SELECT count(*) FROM submissions`).Scan(&n)
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + " | " + document.body.innerText`))
+		t.Fatalf("no accepted submission (%d stored); the page shows %q", n, state)
+	}
+	if _, _, files := st.submission(t, db, id); len(files) != 1 || !bytes.Equal(files[0].Content, e2ePDF) || files[0].Name != "brief.pdf" {
+		t.Fatalf("stored files %d", len(files))
 	}
 }
