@@ -59,7 +59,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			if route.BodyText != "" || route.BodyHTML != "" {
 				var failed []TemplateFailure
 				rt, rh, failed = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: inbox,
-					Received: sub.CreatedAt, Fields: sub.Data}, text, html)
+					Received: sub.CreatedAt, Fields: sub.Data, Files: fileLines(sub)}, text, html)
 				for _, f := range failed {
 					if err := markTemplateFailed(sub, f, now); err != nil {
 						return nil, err
@@ -83,7 +83,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			}
 			var to string
 			var failed *TemplateFailure
-			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: sub.Data}
+			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: sub.Data, Files: fileLines(sub)}
 			if base, to, failed, err = chatPayload(route, *chatSub, d); err != nil {
 				return nil, err
 			}

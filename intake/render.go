@@ -194,12 +194,15 @@ func deliveredFiles(sub *outbox.Submission) []outbox.File {
 	return out
 }
 
-type fileLine struct{ Field, Name, Size, Type string }
+// TemplateFile is one uploaded file as the e-mail and chat templates see it (.Files):
+// the form field, the sanitised name, the size in words ("390 kB"), the sniffed type
+// and the SHA-256. A rejected file is not among them.
+type TemplateFile struct{ Field, Name, Size, Type, SHA256 string }
 
-func fileLines(sub *outbox.Submission) []fileLine {
-	var out []fileLine
+func fileLines(sub *outbox.Submission) []TemplateFile {
+	var out []TemplateFile
 	for _, f := range deliveredFiles(sub) {
-		out = append(out, fileLine{f.Field, f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType})
+		out = append(out, TemplateFile{f.Field, f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType, f.SHA256})
 	}
 	return out
 }

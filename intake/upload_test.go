@@ -494,3 +494,19 @@ func TestAttachIsAnEmailOption(t *testing.T) {
 		t.Fatalf("provision: %v", err)
 	}
 }
+
+// The operator's e-mail template sees the accepted files (.Files), not a rejected one.
+func TestEmailTemplateSeesTheFiles(t *testing.T) {
+	c := applyConfig(t)
+	c.Routes = []Route{{Channel: outbox.ChannelEmail, To: []string{"hr@example.com"}, BodyText: "testdata/templates/files.txt"}}
+	if err := c.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	res := mustParse(t, c, postParts(t, textPart("name", "Ada"), filePart("cv", "cv.pdf", "application/pdf", []byte("%PDF-1.4 hi")),
+		filePart("photos", "x.png", "image/png", []byte("<html>"))))
+	defer res.Close()
+	want := "Files of apply:\n- cv: cv.pdf (11 B, application/pdf) " + res.Submission.Files[0].SHA256 + "\n"
+	if got := payloadOf(t, res.Deliveries[0]).Text; got != want {
+		t.Errorf("text = %q, want %q", got, want)
+	}
+}
