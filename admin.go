@@ -15,10 +15,6 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
-func init() {
-	caddy.RegisterModule(AdminAPI{})
-}
-
 // running is the App of the running config. Caddy provisions admin modules before apps
 // and starts a reload's new App before it stops the old one, so the admin API looks the
 // App up per request: Start installs it, Stop removes it only if it is still the current.
@@ -90,7 +86,7 @@ func (a *App) health(ctx context.Context) Health {
 		Driver:         a.storage.Driver,
 		Explain:        a.storageError,
 		Worker:         a.worker,
-		WorkerDisabled: a.workerDisabled(),
+		WorkerDisabled: a.WorkerOff(),
 		PollInterval:   a.pollInterval(),
 		Spool:          a.spoolHealth,
 		Stats:          a.metrics,

@@ -2,12 +2,13 @@ package formoutbox
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 )
 
 func testContext(t *testing.T) caddy.Context {
@@ -23,16 +24,16 @@ func TestFailedProvisionCleanupKeepsSharedStore(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	path := filepath.Join(t.TempDir(), "forms.db")
 
-	running := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: path}}
+	running := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: path}}}
 	if err := running.Provision(testContext(t)); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	defer running.Cleanup()
 
-	broken := &App{
-		Storage: &StorageConfig{Driver: DriverSQLite, Path: path},
-		Email:   &EmailConfig{From: "not an address"},
-	}
+	broken := &App{App: caddyconf.App{
+		Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: path},
+		Email:   &caddyconf.EmailConfig{From: "not an address"},
+	}}
 	if err := broken.Provision(testContext(t)); err == nil {
 		t.Fatal("provision with a bad from address succeeded")
 	}
@@ -48,8 +49,8 @@ func TestFailedProvisionCleanupKeepsSharedStore(t *testing.T) {
 func TestAppsShareStoreUntilLastCleanup(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	path := filepath.Join(t.TempDir(), "forms.db")
-	a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: path}}
-	b := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: path}}
+	a := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: path}}}
+	b := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: path}}}
 	for _, app := range []*App{a, b} {
 		if err := app.Provision(testContext(t)); err != nil {
 			t.Fatalf("provision: %v", err)
@@ -72,55 +73,24 @@ func TestAppsShareStoreUntilLastCleanup(t *testing.T) {
 	}
 }
 
-func TestFormFromMatcher(t *testing.T) {
-	set := func(matchers map[string]any) caddy.ModuleMap {
-		m := caddy.ModuleMap{}
-		for k, v := range matchers {
-			raw, _ := json.Marshal(v)
-			m[k] = raw
-		}
-		return m
-	}
-	for _, tc := range []struct {
-		name string
-		set  caddy.ModuleMap
-		want string
-	}{
-		{"simple path", set(map[string]any{"path": []string{"/contact"}}), "contact"},
-		{"trailing slash", set(map[string]any{"path": []string{"/contact/"}}), "contact"},
-		{"no matcher", nil, ""},
-		{"wildcard", set(map[string]any{"path": []string{"/forms/*"}}), ""},
-		{"two segments", set(map[string]any{"path": []string{"/forms/contact"}}), ""},
-		{"two paths", set(map[string]any{"path": []string{"/a", "/b"}}), ""},
-		{"root", set(map[string]any{"path": []string{"/"}}), ""},
-		{"dots", set(map[string]any{"path": []string{"/.."}}), ""},
-		{"path and method", set(map[string]any{"path": []string{"/contact"}, "method": []string{"POST"}}), ""},
-	} {
-		got, ok := formFromMatcher(tc.set)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("%s: got %q %v, want %q", tc.name, got, ok, tc.want)
-		}
-	}
-}
-
 // A JSON config with a real email provider and no sender is refused at Provision rather
 // than sending from form-outbox@localhost, which providers reject or file as spam. The
 // file provider keeps its development default.
 func TestEmailFromIsRequiredWithARealProvider(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	for name, ec := range map[string]*EmailConfig{
-		"ses":    {SES: &SESConfig{Region: "eu-west-1"}},
-		"resend": {Resend: &ResendConfig{APIKey: "re_x"}},
-		"smtp":   {SMTP: &SMTPConfig{Address: "127.0.0.1:2525", TLS: "none"}},
+	for name, ec := range map[string]*caddyconf.EmailConfig{
+		"ses":    {SES: &caddyconf.SESConfig{Region: "eu-west-1"}},
+		"resend": {Resend: &caddyconf.ResendConfig{APIKey: "re_x"}},
+		"smtp":   {SMTP: &caddyconf.SMTPConfig{Address: "127.0.0.1:2525", TLS: "none"}},
 	} {
-		a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, Email: ec}
+		a := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, Email: ec}}
 		err := a.Provision(testContext(t))
 		a.Cleanup()
 		if err == nil || !strings.Contains(err.Error(), "email: from is required") {
 			t.Errorf("%s without from: provision error %v, want the from requirement", name, err)
 		}
 	}
-	a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, Email: &EmailConfig{File: &FileConfig{Dir: t.TempDir()}}}
+	a := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, Email: &caddyconf.EmailConfig{File: &caddyconf.FileConfig{Dir: t.TempDir()}}}}
 	if err := a.Provision(testContext(t)); err != nil {
 		t.Fatalf("file provider without from: %v", err)
 	}
@@ -135,14 +105,14 @@ func TestEmailFromIsRequiredWithARealProvider(t *testing.T) {
 func TestInboxURLIsCheckedAtProvision(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	for _, bad := range []string{"/inbox", "https://example.com/inbox?x=1"} {
-		a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, InboxURL: bad}
+		a := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, InboxURL: bad}}
 		err := a.Provision(testContext(t))
 		a.Cleanup()
 		if err == nil || !strings.Contains(err.Error(), "form_outbox: inbox_url ") || !strings.Contains(err.Error(), "want an absolute http(s) URL without query") {
 			t.Errorf("inbox_url %q: provision error %v, want the inbox_url check", bad, err)
 		}
 	}
-	a := &App{Storage: &StorageConfig{Driver: DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, InboxURL: "https://example.com/inbox"}
+	a := &App{App: caddyconf.App{Storage: &caddyconf.StorageConfig{Driver: caddyconf.DriverSQLite, Path: filepath.Join(t.TempDir(), "forms.db")}, InboxURL: "https://example.com/inbox"}}
 	if err := a.Provision(testContext(t)); err != nil {
 		t.Fatalf("inbox_url https://example.com/inbox: %v", err)
 	}

@@ -9,43 +9,20 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/feedback"
 )
-
-func init() {
-	caddy.RegisterModule(new(FeedbackHandler))
-}
 
 // FeedbackHandler is the `form_outbox_feedback` HTTP handler: it receives what SES (via
 // an SNS HTTPS subscription) and Resend (webhooks) report after accepting an email, and
 // records it against the delivery (outbox/feedback does the work). It answers every
 // request itself.
 type FeedbackHandler struct {
-	// SNS accepts SES event publishing through SNS.
-	SNS *FeedbackSNSConfig `json:"sns,omitempty"`
-	// Resend accepts Resend's Svix-signed webhooks.
-	Resend *FeedbackResendConfig `json:"resend,omitempty"`
-	// Suppress adds hard-bounced and complaining addresses to the suppression list, so
-	// they are not sent to again. Default true.
-	Suppress *bool `json:"suppress,omitempty"`
+	// caddyconf.Feedback is the JSON config (internal/caddyconf/config.go), inline.
+	caddyconf.Feedback
 
 	receiver *feedback.Receiver
-}
-
-// FeedbackSNSConfig is the JSON twin of `sns { ... }`.
-type FeedbackSNSConfig struct {
-	// TopicARNs are the SNS topics accepted (required).
-	TopicARNs []string `json:"topic_arns,omitempty"`
-	// CertHost is the pattern (a Go regexp) the signing certificate's host must match.
-	// Default ^sns\.[a-z0-9-]+\.amazonaws\.com$.
-	CertHost string `json:"cert_host,omitempty"`
-}
-
-// FeedbackResendConfig is the JSON twin of `resend { ... }`.
-type FeedbackResendConfig struct {
-	// Secret is the webhook's signing secret (whsec_...); use a placeholder.
-	Secret string `json:"secret,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/inbox"
-	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/internal/filelink"
 	"github.com/formoutbox/caddy-form-outbox/internal/keyfile"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -140,43 +139,11 @@ func (h *FilesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// parseFilesURL reads the global `files_url URL [TTL]`.
-func parseFilesURL(d *caddyfile.Dispenser, a *App) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	v := d.Val()
-	if err := intakeCheckURL(v); err != nil {
-		return d.Errf("files_url %v", err)
-	}
-	a.FilesURL = strings.TrimRight(v, "/")
-	if d.NextArg() {
-		ttl, err := caddy.ParseDuration(d.Val())
-		if err != nil || ttl <= 0 {
-			return d.Errf("files_url: %q is not a duration like 72h", d.Val())
-		}
-		a.FilesURLTTL = caddy.Duration(ttl)
-	}
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return nil
-}
-
 var (
 	_ caddy.Provisioner           = (*FilesHandler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*FilesHandler)(nil)
 	_ caddyfile.Unmarshaler       = (*FilesHandler)(nil)
 )
-
-// intakeCheckURL accepts what inbox_url accepts (intake.CheckInboxURL): an absolute
-// http(s) URL without query or fragment, since it goes into messages read elsewhere.
-func intakeCheckURL(v string) error {
-	if intake.CheckInboxURL(v) != nil {
-		return fmt.Errorf("%q: want an absolute http(s) URL without query, such as https://example.com/files", v)
-	}
-	return nil
-}
 
 // fileStore is the App's store seen as a file store (attachments at send time), nil while
 // no store is open.

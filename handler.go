@@ -43,7 +43,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.InboxURL = h.app.InboxURL
 	h.FileURL = h.app.fileURL()
 	h.ClientIP = caddyClientIP
-	h.EmailAttempts, h.WebhookAttempts = h.app.attempts()
+	h.EmailAttempts, h.WebhookAttempts = h.app.Attempts()
 
 	repl := caddy.NewReplacer()
 	for i := range h.Routes {
@@ -57,6 +57,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	if err := h.app.registry.RegisterTelegramBots(h.Form, h.Routes); err != nil {
+		return err
+	}
+	if err := h.app.registerDigests(h.DigestRoutes()); err != nil {
+		return err
+	}
+	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
 		return err
 	}
 	for _, r := range h.Routes {

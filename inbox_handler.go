@@ -10,11 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/formoutbox/caddy-form-outbox/inbox"
+	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 )
-
-func init() {
-	caddy.RegisterModule(new(InboxHandler))
-}
 
 // InboxHandler is the `form_outbox_inbox` HTTP handler: the operator's inbox (inbox/)
 // served by Caddy on the App's store. It fails closed: it serves only requests a Caddy
@@ -22,23 +19,8 @@ func init() {
 // carry the user header a forward_auth copied, unless the operator says the inbox is
 // protected some other way. It answers every request itself.
 type InboxHandler struct {
-	// Forms limits the inbox to these forms (default: every form).
-	Forms []string `json:"forms,omitempty"`
-	// Title heads every page.
-	Title string `json:"title,omitempty"`
-	// BasePath is the path prefix the inbox is served under (the Caddyfile derives it
-	// from a matcher such as /inbox*).
-	BasePath string `json:"base_path,omitempty"`
-	// UserHeader names the header of the forward_auth auth server's 2xx answer that
-	// holds the authenticated user (the one `copy_headers Remote-User` copies). The inbox
-	// reads it from that answer, never from the client's request, so a client sending
-	// the header itself gets nowhere. Used when basic_auth set no user.
-	UserHeader string `json:"user_header,omitempty"`
-	// ProtectedElsewhere serves requests no Caddy authentication handler vouched for,
-	// recording actions as "operator" (or UserHeader's value as the request carries it,
-	// which the proxy in front must set): for setups where a VPN or a proxy in front of
-	// Caddy protects the inbox.
-	ProtectedElsewhere bool `json:"protected_elsewhere,omitempty"`
+	// caddyconf.Inbox is the JSON config (internal/caddyconf/config.go), inline.
+	caddyconf.Inbox
 
 	inbox *inbox.Handler
 }

@@ -46,7 +46,7 @@ func TestInProcessMetricsExistFromStart(t *testing.T) {
 	})
 	app := runningApp(t)
 	m := scrape(t, app)
-	for _, ch := range []string{"channel=email", "channel=webhook"} {
+	for _, ch := range []string{"channel=email", "channel=autoreply", "channel=webhook"} {
 		if _, ok := m["form_outbox_deliveries_dead_total"][ch]; !ok {
 			t.Errorf("form_outbox_deliveries_dead_total{%s} missing at start; have %v", ch, m["form_outbox_deliveries_dead_total"])
 		}

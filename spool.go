@@ -10,24 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
+	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 	"github.com/formoutbox/caddy-form-outbox/internal/telemetry"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
-
-// Spool modes (outbox/spool/fallback.go), the value of `spool DIR | off | always`.
-const (
-	SpoolOff    = spool.ModeOff
-	SpoolAlways = spool.ModeAlways
-)
-
-// SpoolConfig is the JSON twin of `spool DIR | off | always [DIR]`.
-type SpoolConfig struct {
-	// Dir holds the segment files. Default: <Caddy data dir>/form_outbox/spool.
-	Dir string `json:"dir,omitempty"`
-	// Mode is "" (fallback: spool only when the store fails or is too slow), "always"
-	// or "off".
-	Mode string `json:"mode,omitempty"`
-}
 
 // spools shares one open spool per directory across config reloads, so two Apps never
 // append to one directory through two handles.
@@ -41,14 +27,14 @@ func (p pooledSpool) Destruct() error { return p.Spool.Close() }
 // the directory's lock (outbox/spool/lock_unix.go), and `caddy validate` or `caddy adapt
 // --validate` provision this App next to a running Caddy that holds that lock.
 func (a *App) provisionSpool() error {
-	var sc SpoolConfig
+	var sc caddyconf.SpoolConfig
 	if a.Spool != nil {
 		sc = *a.Spool
 	}
 	if err := spool.CheckMode(sc.Mode); err != nil {
 		return err
 	}
-	if sc.Mode == SpoolOff {
+	if sc.Mode == caddyconf.SpoolOff {
 		return nil
 	}
 	a.spoolMode = sc.Mode

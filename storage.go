@@ -5,29 +5,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
-
-// Storage drivers.
-const (
-	DriverSQLite   = storage.DriverSQLite
-	DriverPostgres = storage.DriverPostgres
-)
-
-// StorageConfig selects the database. The JSON twin of `storage sqlite [PATH]` and
-// `storage postgres DSN`.
-type StorageConfig struct {
-	// Driver is "sqlite" (default) or "postgres".
-	Driver string `json:"driver,omitempty"`
-	// Path is the SQLite file. Default: <Caddy data dir>/form_outbox/outbox.db.
-	Path string `json:"path,omitempty"`
-	// DSN is the PostgreSQL connection string. Placeholders such as {env.DATABASE_URL} are
-	// resolved at provision time; the value is a secret and never logged.
-	DSN string `json:"dsn,omitempty"`
-	// Schema, when set, holds the tables in that PostgreSQL schema (created if missing).
-	Schema string `json:"schema,omitempty"`
-}
 
 // stores shares open stores across config reloads: Caddy provisions the new config while
 // the old one still runs, and SQLite allows one writer per file, so both Apps must use the
@@ -39,10 +20,10 @@ type pooledStore struct{ outbox.Store }
 
 func (p pooledStore) Destruct() error { return p.Store.Close() }
 
-// resolvedStorage is a StorageConfig with Caddy's placeholders replaced and defaults
+// resolvedStorage is a caddyconf.StorageConfig with Caddy's placeholders replaced and defaults
 // applied (internal/storage checks it).
-func resolvedStorage(sc *StorageConfig) (storage.Config, error) {
-	var raw StorageConfig
+func resolvedStorage(sc *caddyconf.StorageConfig) (storage.Config, error) {
+	var raw caddyconf.StorageConfig
 	if sc != nil {
 		raw = *sc
 	}

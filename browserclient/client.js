@@ -162,7 +162,8 @@
       clearErrors(f);
       f.reset();
       if (a.next) return location.assign(a.next);
-      return show(f, "sent", "Thank you, your message has been sent.");
+      // A post kept for review (spam, quarantine) is received, not sent: say no more.
+      return show(f, "sent", a.status === "accepted" ? "Thank you, your message has been sent." : "Thank you, your message has been received.");
     }
     if (!f) return;
     clearErrors(f);

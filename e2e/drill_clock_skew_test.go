@@ -55,6 +55,31 @@ func TestDrillClockSkew(t *testing.T) {
 	for range later {
 		laterIDs = append(laterIDs, accept(now.Add(2*time.Minute)).ID.String())
 	}
+	// Posts taken by the two hosts' intake, which plans each delivery due at its host's
+	// "now": the Acceptor moves that onto the database's clock, so the ahead host's are
+	// due now (not in 5 min) and the behind host's in 2 min (not 3 min ago).
+	const posted = 20
+	for i, h := range []struct {
+		store outbox.Store
+		skew  time.Duration
+	}{{ahead, 5 * time.Minute}, {behind, -5 * time.Minute}} {
+		host := func() time.Time { return time.Now().Add(h.skew) }
+		acc := &outbox.Acceptor{Store: h.store, Now: host}
+		for range posted {
+			sub := storetest.NewSubmission("contact")
+			d := storetest.NewDelivery(sub, "email", "sales@example.com")
+			d.NextAttemptAt = host()
+			ids := &dueIDs
+			if i == 1 {
+				d.NextAttemptAt = d.NextAttemptAt.Add(2 * time.Minute)
+				ids = &laterIDs
+			}
+			if _, err := acc.Accept(ctx, sub, []outbox.Delivery{d}); err != nil {
+				t.Fatal(err)
+			}
+			*ids = append(*ids, d.ID.String())
+		}
+	}
 
 	p := fake.New("fake")
 	var passes [2]atomic.Int64
@@ -72,8 +97,8 @@ func TestDrillClockSkew(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = wk.Stop(context.Background()) })
 	}
-	if err := waitFor(30*time.Second, func() bool { return p.TotalDelivered() >= due+crashed }); err != nil {
-		t.Fatalf("%d of %d due deliveries sent: %v", p.TotalDelivered(), due+crashed, err)
+	if err := waitFor(30*time.Second, func() bool { return p.TotalDelivered() >= due+crashed+posted }); err != nil {
+		t.Fatalf("%d of %d due deliveries sent: %v", p.TotalDelivered(), due+crashed+posted, err)
 	}
 	recovery := time.Since(start)
 	dupSends, delivered := 0, 0
@@ -110,10 +135,12 @@ func TestDrillClockSkew(t *testing.T) {
 		}
 	}
 	publish(t, drillResult{
-		Drill: "clock_skew", Submissions: due + later + crashed, Acknowledged: due + later + crashed,
-		Lost: due + crashed - delivered, DuplicateSends: dupSends, RecoverySeconds: recovery.Seconds(),
+		Drill: "clock_skew", Submissions: due + later + crashed + 2*posted, Acknowledged: due + later + crashed + 2*posted,
+		Lost: due + crashed + posted - delivered, DuplicateSends: dupSends, RecoverySeconds: recovery.Seconds(),
 		Notes: fmt.Sprintf("Two workers on one PostgreSQL schema with clocks 5 min behind and 5 min ahead: %d due and %d "+
-			"expired-lease deliveries sent once each, %d due in 2 min by the database left unclaimed; recovery is until all due "+
-			"ones were sent. In-process workers: a Go process's clock cannot be skewed from outside.", due, crashed, later),
+			"expired-lease deliveries sent once each, %d due in 2 min by the database left unclaimed; of the posts each "+
+			"host's Acceptor took (due times planned by the host's clock), the %d of the host ahead were sent at once and "+
+			"the %d of the host behind, planned due in 2 min, were left unclaimed; recovery is until all due ones were sent. "+
+			"In-process workers: a Go process's clock cannot be skewed from outside.", due, crashed, later, posted, posted),
 	})
 }

@@ -57,7 +57,7 @@ func (f *fixture) kill() {
 		f.t.Fatal(err)
 	}
 	for _, d := range ds {
-		err := f.store.Complete(ctx, outbox.Completion{DeliveryID: d.ID, LeaseToken: d.LeaseToken,
+		err := outbox.CompleteOne(ctx, f.store, outbox.Completion{DeliveryID: d.ID, LeaseToken: d.LeaseToken,
 			Status: outbox.DeliveryDead, LastError: "550 no such user", Provider: "fake", Now: now,
 			Attempt: outbox.Attempt{DeliveryID: d.ID, Attempt: d.Attempts, Provider: "fake", StartedAt: now,
 				FinishedAt: now, Outcome: outbox.OutcomePermanent, Error: "550 no such user"}})

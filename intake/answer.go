@@ -42,9 +42,10 @@ type answer struct {
 //   - Everything else is answered as a success: JSON {"ok":true,"id","status","next"} with
 //     200 (next only when a redirect applies), or
 //     for HTML posts 303 See Other to `_next` (if safe) or Config.Redirect, or a built-in
-//     thank-you page with 200. Spam and other quarantine reasons report "accepted", never
-//     their real status, so a bot learns nothing from the answer; a spooled submission
-//     reports "queued".
+//     thank-you page with 200. The JSON status is the stored row's own ("accepted",
+//     "spam", "quarantined"; "queued" while only the spool holds it): no answer claims a
+//     status the row does not have. The HTML answer names no status, so the bots that
+//     post plain forms learn nothing from it.
 func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) {
 	id := stored.ID
 	if id == uuid.Nil {
@@ -79,10 +80,7 @@ func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result
 		return
 	}
 
-	public := string(outbox.SubmissionAccepted)
-	if status == outbox.StatusQueued {
-		public = string(outbox.StatusQueued)
-	}
+	public := string(status)
 	target := res.Next
 	if target == "" {
 		target = c.Redirect

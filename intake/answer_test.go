@@ -114,14 +114,14 @@ func TestWriteAnswer(t *testing.T) {
 			},
 		},
 		{
-			name: "spam is answered exactly like success (JSON)",
+			name: "spam is stored and answered ok with its real status (JSON)",
 			req: func(t *testing.T) *http.Request {
 				return postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi","_gotcha":"filled"}`)
 			},
 			code:  200,
 			ctype: "application/json",
 			body: func(res *Result) string {
-				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"accepted","next":"/thanks.html"}`+"\n", res.Submission.ID)
+				return fmt.Sprintf(`{"ok":true,"id":"%s","status":"spam","next":"/thanks.html"}`+"\n", res.Submission.ID)
 			},
 		},
 		{
@@ -184,7 +184,7 @@ func TestWriteAnswer(t *testing.T) {
 			},
 		},
 		{
-			name: "duplicate of a spam post still says accepted",
+			name: "duplicate of a spam post reports the original's status",
 			req: func(t *testing.T) *http.Request {
 				r := postJSON(`{"name":"Ada","email":"ada@example.com","message":"Hi"}`)
 				r.Header.Set("Idempotency-Key", "k3")
@@ -196,7 +196,7 @@ func TestWriteAnswer(t *testing.T) {
 			code:  200,
 			ctype: "application/json",
 			body: func(*Result) string {
-				return `{"ok":true,"id":"0195500a-1111-7000-8000-000000000001","status":"accepted","duplicate":true,"next":"/thanks.html"}` + "\n"
+				return `{"ok":true,"id":"0195500a-1111-7000-8000-000000000001","status":"spam","duplicate":true,"next":"/thanks.html"}` + "\n"
 			},
 		},
 		{

@@ -6,7 +6,7 @@ import (
 )
 
 // The checks below are the value checks of a form's config that the Caddyfile parser
-// (caddyfile.go in the root package) runs on each line, so that an error names that
+// (internal/caddyconf/caddyfile.go) runs on each line, so that an error names that
 // line; Provision checks the same values again for configs written as JSON.
 
 // CheckRecipient accepts a bare address such as ops@example.com and nothing else:

@@ -35,6 +35,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/digest"
 )
 
 // Defaults.
@@ -84,6 +85,8 @@ type Config struct {
 	MaxFieldLength int `json:"max_field_length,omitempty"`
 	// Routes are the notifications planned for every submission.
 	Routes []Route `json:"notify,omitempty"`
+	// Autoreply, when set, answers the visitor by e-mail (see Autoreply); nil: never.
+	Autoreply *Autoreply `json:"autoreply,omitempty"`
 	// Mode is how the field spec is applied: "enforce" (default) or "monitor"
 	// (Caddyfile `schema enforce|monitor`, or its alias `mode`).
 	Mode string `json:"mode,omitempty"`
@@ -227,10 +230,20 @@ type Route struct {
 	// webhook), e.g. an Authorization the receiver expects. Values may hold secrets: they
 	// live in the config, never in payloads or logs.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Rate paces this route's sends to its target (channels webhook, telegram, slack,
+	// discord and teams): "N/s", "N/m" or "off"; empty means the channel's default
+	// (docs/caddyfile.md, "Send rates"). Two routes to one target must agree.
+	Rate string `json:"rate,omitempty"`
 	// MaxAttempts overrides the retry budget for this route's deliveries; 0 = App default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Digest makes an email route a digest (docs/design.md, "Digests"): no delivery per
+	// submission, one e-mail per closed period listing the form's accepted submissions.
+	// The schedule: hourly, daily at HH:MM [TZ], weekly WEEKDAY HH:MM [TZ] or every
+	// DURATION (outbox/digest.Parse).
+	Digest string `json:"digest,omitempty"`
 
-	templates routeTemplates // parsed BodyText, BodyHTML and Text
+	templates routeTemplates  // parsed BodyText, BodyHTML and Text
+	schedule  digest.Schedule // parsed Digest
 }
 
 // Email contents of a route (Route.Content).

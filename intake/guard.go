@@ -94,7 +94,9 @@ func (r *Route) matches(data outbox.Fields) bool {
 }
 
 // routesFor returns the routes a submission takes: every non-fallback route whose
-// guards hold, or, when none does, the fallback routes. unrouted reports a form with
+// guards hold, or, when none does, the fallback routes. A digest route is never among
+// them (it plans nothing: the digest closer lists the submission, outbox/digest), and a
+// form with one never leaves a submission unrouted. unrouted reports a form with
 // routes of which the submission took none: it is still stored, with the
 // submission.unrouted event (and, when accepted, the reason no_route_matched), so an
 // operator sees it was sent nowhere rather than losing it silently.
@@ -106,7 +108,7 @@ func (c *Config) routesFor(data outbox.Fields) (routes []Route, unrouted bool) {
 	missed := false
 	for i := range c.Routes {
 		r := &c.Routes[i]
-		if !r.Fallback && r.matches(data) {
+		if !r.Fallback && r.Digest == "" && r.matches(data) {
 			if missed {
 				routes = append(routes, *r)
 			}
@@ -127,5 +129,5 @@ func (c *Config) routesFor(data outbox.Fields) (routes []Route, unrouted bool) {
 			}
 		}
 	}
-	return routes, len(routes) == 0 && len(c.Routes) > 0
+	return routes, len(routes) == 0 && len(c.Routes) > 0 && !c.hasDigest()
 }

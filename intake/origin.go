@@ -23,7 +23,7 @@ func normaliseOrigin(s string) (string, error) {
 }
 
 // CheckOrigin reports what is wrong with s as an allowed_origins entry, quoting it. The
-// Caddyfile parser (caddyfile_defences.go) runs it on each entry so the error names the
+// Caddyfile parser (internal/caddyconf/caddyfile_defences.go) runs it on each entry so the error names the
 // line; Provision checks the same through normaliseOrigin.
 func CheckOrigin(s string) error {
 	_, err := normaliseOrigin(s)

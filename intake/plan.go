@@ -124,7 +124,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			})
 		}
 	}
-	return out, nil
+	return c.planAutoreply(out, sub, replyTo, now)
 }
 
 // markUnrouted records that no route matched: an event always, and the reason on an

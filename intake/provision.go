@@ -91,6 +91,11 @@ func (c *Config) Provision() error {
 	if err := c.provisionRoutes(); err != nil {
 		return fmt.Errorf("intake: form %s: %w", c.Form, err)
 	}
+	if c.Autoreply != nil {
+		if err := c.Autoreply.provision(); err != nil {
+			return fmt.Errorf("intake: form %s: %w", c.Form, err)
+		}
+	}
 	if len(c.IPHashKey) == 0 {
 		c.IPHashKey = make([]byte, 32)
 		if _, err := rand.Read(c.IPHashKey); err != nil {
@@ -145,6 +150,9 @@ func (c *Config) provisionRoutes() error {
 			names[r.Name] = true
 		}
 	}
+	if c.Autoreply != nil && names[AutoreplyRoute] {
+		return fmt.Errorf("notify: route name %q is the autoreply's", AutoreplyRoute)
+	}
 	perChannel := map[outbox.Channel]int{}
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -177,6 +185,9 @@ func (c *Config) provisionRoutes() error {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}
 		if err := r.parseTemplates(); err != nil {
+			return fmt.Errorf("notify %s: %w", r.Name, err)
+		}
+		if err := r.checkDigest(); err != nil {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}
 		if r.Channel != outbox.ChannelTelegram && (r.ChatID != "" || r.Token != "" || r.Endpoint != "") {

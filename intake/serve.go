@@ -98,7 +98,11 @@ func (c *Config) logTemplateFailures(logger *zap.Logger, sub *outbox.Submission)
 		if ev.Kind != outbox.EventTemplateFailed || json.Unmarshal(ev.Data, &f) != nil {
 			continue
 		}
-		logger.Warn("template failed; the built-in message was sent instead", zap.String("form", c.Form),
+		msg := "template failed; the built-in message was sent instead"
+		if f.Route == AutoreplyRoute && c.Autoreply != nil {
+			msg = "autoreply template failed; no reply was sent"
+		}
+		logger.Warn(msg, zap.String("form", c.Form),
 			zap.String("id", sub.ID.String()), zap.String("route", f.Route), zap.String("option", f.Option),
 			zap.String("template", f.Template), zap.String("error", f.Error))
 	}

@@ -95,7 +95,7 @@ func validNumber(s string) bool {
 
 // Check reports what is wrong with one field spec on its own (its name, lengths and
 // pattern), quoting the spec as written. Provision runs it for every field; the Caddyfile
-// parser (caddyfile.go) runs it on each field line so the error names that line.
+// parser (internal/caddyconf/caddyfile.go) runs it on each field line so the error names that line.
 func (f FieldSpec) Check() error {
 	switch {
 	case strings.TrimSpace(f.Name) == "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,8 +61,18 @@ type Acceptor struct {
 	// spooled submission, which is announced when it is replayed.
 	OnStored func(*Submission, AcceptResult)
 	Logger   *zap.Logger
+	// Now is the clock intake planned the deliveries' due times by (intake/serve.go:
+	// time.Now, the default). On a store with a clock of its own (a DatabaseClock:
+	// PostgreSQL) each due time is moved onto the database's clock before it is written,
+	// as the worker's leases are (dbclock.go), so a host whose clock is off does not
+	// store deliveries due early or late.
+	Now func() time.Time
 
 	spool atomic.Pointer[spoolerBox]
+
+	clockOnce sync.Once
+	clock     *dbClock   // nil: the store has no clock of its own
+	syncing   sync.Mutex // held by the one Accept measuring the offset
 }
 
 type spoolerBox struct{ Spooler }
@@ -130,7 +141,7 @@ func (a *Acceptor) store(ctx context.Context, sub *Submission, deliveries []Deli
 	timeout := orDuration(a.Timeout, DefaultAcceptTimeout) + FileAllowance(sub) // files.go
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	stored, err := a.Group.Accept(sctx, a.Store, sub, deliveries)
+	stored, err := a.Group.Accept(sctx, a.Store, sub, a.onDatabaseClock(sctx, deliveries))
 	if err != nil {
 		return stored, fmt.Errorf("accept submission %s: %w", sub.ID, err)
 	}
@@ -151,4 +162,40 @@ func hasPending(ds []Delivery) bool {
 		}
 	}
 	return false
+}
+
+// onDatabaseClock returns deliveries with their due times moved from a.Now's clock onto
+// the database's, by the offset measured at most a minute ago (dbclock.go); measuring it
+// is one read, made within the accept's deadline by one Accept at a time while the others
+// use the last offset. Unchanged on a store without a clock of its own.
+func (a *Acceptor) onDatabaseClock(ctx context.Context, deliveries []Delivery) []Delivery {
+	a.clockOnce.Do(func() {
+		if dc, ok := a.Store.(DatabaseClock); ok {
+			now, log := a.Now, a.Logger
+			if now == nil {
+				now = time.Now
+			}
+			if log == nil {
+				log = zap.NewNop()
+			}
+			a.clock = &dbClock{store: dc, now: now, log: log}
+		}
+	})
+	if a.clock == nil || len(deliveries) == 0 {
+		return deliveries
+	}
+	if a.syncing.TryLock() {
+		a.clock.sync(ctx)
+		a.syncing.Unlock()
+	}
+	offset := time.Duration(a.clock.offset.Load())
+	if offset == 0 {
+		return deliveries
+	}
+	moved := make([]Delivery, len(deliveries))
+	for i, d := range deliveries {
+		d.NextAttemptAt = d.NextAttemptAt.Add(offset)
+		moved[i] = d
+	}
+	return moved
 }

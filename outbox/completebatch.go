@@ -6,15 +6,31 @@ import (
 	"time"
 )
 
-// BatchCompleter is the part of Store that records many completions in one transaction.
+// BatchCompleter is the part of Store that records attempts' outcomes: many completions
+// in one transaction, or one (CompleteOne).
 //
-// CompleteBatch returns one error per completion, in order, each what Store.Complete
-// would have returned: in particular the fencing is checked per row, so a completion
-// whose lease was lost gets ErrLeaseLost and writes nothing while the others are
-// recorded. If the transaction itself fails, every completion gets an error and none was
+// Each completion writes its attempt row and the delivery's new state, clearing the
+// lease, only while the delivery still carries the completion's lease token. The
+// attempt's number is c.Attempt.Attempt (the delivery's attempts when zero), raised past
+// any number already in the history, so that attempts after a manual retry (which
+// resets the budget) never collide with earlier ones. A zero Event.SubmissionID,
+// DeliveryID or At is filled from the delivery and c.Now.
+//
+// CompleteBatch returns one error per completion, in order. The fencing is checked per
+// row: a completion whose lease was lost gets ErrLeaseLost and writes nothing while the
+// others are recorded. If the transaction itself fails, every completion gets an error and none was
 // recorded.
 type BatchCompleter interface {
 	CompleteBatch(ctx context.Context, cs []Completion) []error
+}
+
+// CompleteOne records one completion through s as a batch of one.
+func CompleteOne(ctx context.Context, s BatchCompleter, c Completion) error {
+	errs := s.CompleteBatch(ctx, []Completion{c})
+	if len(errs) != 1 {
+		return fmt.Errorf("complete delivery %s: store answered %d errors for 1 completion", c.DeliveryID, len(errs))
+	}
+	return errs[0]
 }
 
 // Completion batching: sends finish independently, and under load dozens finish within

@@ -154,7 +154,7 @@ func PlanFeedback(d Delivery, f Feedback) FeedbackPlan {
 			p.LastError += ": " + truncate(f.Diagnostic, maxDiagnostic)
 		}
 	}
-	if f.Suppress && d.Channel == ChannelEmail && (hard || f.Kind == FeedbackComplained) {
+	if f.Suppress && d.Channel.IsEmail() && (hard || f.Kind == FeedbackComplained) {
 		reason := ReasonBounced
 		if f.Kind == FeedbackComplained {
 			reason = string(FeedbackComplained)

@@ -7,28 +7,47 @@ import (
 	"time"
 )
 
-// AcceptItem is one submission with its deliveries, as Store.Accept takes them.
+// AcceptItem is one submission with its deliveries.
 type AcceptItem struct {
 	Submission *Submission
 	Deliveries []Delivery
 }
 
-// AcceptOutcome is what Store.Accept would have returned for one AcceptItem.
+// AcceptOutcome is what AcceptBatch answers for one AcceptItem.
 type AcceptOutcome struct {
 	Result AcceptResult
 	Err    error
 }
 
-// BatchAccepter is the part of Store that commits many Accepts in one transaction.
+// BatchAccepter is the part of Store that writes submissions: many of them in one
+// transaction (group commit), or one (AcceptOne).
 //
-// AcceptBatch returns one outcome per item, in order. Each item keeps Store.Accept's
-// semantics (duplicates by (form, idempotency key) or id, including duplicates of an
-// earlier item of the same batch), and an item that cannot be written (a constraint, bad
-// data) gets its own error without failing the others. Items with a nil Err were all
+// AcceptBatch writes each item's submission, its deliveries, a submission.received
+// event and sub.Events. If the submission's id is already stored, or its
+// IdempotencyKey is set and (form, key) is bound by a stored submission
+// (BindsIdempotencyKey), including by an earlier item of the same batch, the item writes
+// nothing and its outcome is that submission's id and status with Duplicate set (see
+// DuplicateResult). A submission that does not bind its key (quarantined) never collides
+// on it: it is stored, its key kept for audit only. Deliveries are stored as given,
+// except that a missing id, status, next attempt time or creation time is filled in
+// (PlannedDelivery); the caller's values are not modified.
+//
+// AcceptBatch returns one outcome per item, in order. An item that cannot be written (a
+// constraint, bad data) gets its own error without failing the others. Items with a nil Err were all
 // committed when AcceptBatch returns; if the transaction itself fails (the commit, the
 // connection, ctx), every item gets an error and none was written.
 type BatchAccepter interface {
 	AcceptBatch(ctx context.Context, items []AcceptItem) []AcceptOutcome
+}
+
+// AcceptOne writes one submission through s as a batch of one. A key bound to other
+// content comes back as a duplicate with KeyReused; Accept is what stores such a post.
+func AcceptOne(ctx context.Context, s BatchAccepter, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+	out := s.AcceptBatch(ctx, []AcceptItem{{Submission: sub, Deliveries: deliveries}})
+	if len(out) != 1 {
+		return AcceptResult{}, fmt.Errorf("accept submission %s: store answered %d outcomes for 1 item", sub.ID, len(out))
+	}
+	return out[0].Result, out[0].Err
 }
 
 // Group commit defaults: one PostgreSQL or SQLite commit costs a disk flush, so sharing it
@@ -68,12 +87,14 @@ type GroupCommitter struct {
 //
 // A key bound to other content is handled as outbox.Accept handles it.
 //
-// A submission with files is written by s.Accept in a transaction of its own: its chunks
+// A submission with files is written by AcceptOne in a transaction of its own: its chunks
 // would hold a shared transaction, and every submission waiting in it, for as long as
 // they take to write (docs/design.md, "Files").
 func (g *GroupCommitter) Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
 	if len(sub.Files) > 0 {
-		return acceptKeyed(ctx, s.Accept, sub, deliveries)
+		return acceptKeyed(ctx, func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+			return AcceptOne(ctx, s, sub, deliveries)
+		}, sub, deliveries)
 	}
 	return acceptKeyed(ctx, func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
 		return g.accept(ctx, s, sub, deliveries)

@@ -31,14 +31,16 @@ func DuplicateResult(sub *Submission, id uuid.UUID, status SubmissionStatus, has
 		KeyReused: id != sub.ID && hash != sub.ContentHash}
 }
 
-// acceptFunc is Store.Accept's shape, shared by a store and a GroupCommitter.
+// acceptFunc is AcceptOne's shape, shared by a store and a GroupCommitter.
 type acceptFunc func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error)
 
-// Accept is s.Accept plus what a reused idempotency key needs (see acceptKeyed). The
+// Accept is AcceptOne plus what a reused idempotency key needs (see acceptKeyed). The
 // handler (through GroupCommitter.Accept) and the spool replay both store through it, so
 // a post and its replay are judged alike.
 func Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
-	return acceptKeyed(ctx, s.Accept, sub, deliveries)
+	return acceptKeyed(ctx, func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+		return AcceptOne(ctx, s, sub, deliveries)
+	}, sub, deliveries)
 }
 
 // acceptKeyed accepts sub; if its key turned out to be bound to other content, it

@@ -181,14 +181,3 @@ func LikePattern(s string) string {
 // is stored with s in its text; and folding ASCII case is the same on both sides. The
 // narrowing only ever lets more rows through (a field name may match), never fewer.
 func RawSearchable(s string) bool { return jsonw.Verbatim(s) }
-
-// SubmissionFormsQuery lists the distinct forms of the submissions, sorted, for both
-// stores (the SQL is the same in both dialects). Each step seeks the next form greater
-// than the last in the index on (form, created_at, id), so it reads one index entry per
-// form, where SELECT DISTINCT would read every submission's.
-const SubmissionFormsQuery = `WITH RECURSIVE f (form) AS (
-		SELECT MIN(form) FROM submissions
-		UNION ALL
-		SELECT (SELECT MIN(s.form) FROM submissions s WHERE s.form > f.form) FROM f WHERE f.form IS NOT NULL
-	)
-	SELECT form FROM f WHERE form IS NOT NULL`

@@ -52,6 +52,8 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{},
 		{To: "a@b.example", ReplyTo: hostile, Subject: "Hi <there>", Text: "t\n", HTML: "<p>x</p>"},
 		{URL: "https://hook.example/a?b=1&c=2", Body: body},
+		{From: "Example Ltd <hello@example.com>", To: "a@b.example", Subject: "We got it", Text: "t\n",
+			Autoreply: &AutoreplyGate{Form: hostile, Key: AutoreplyKey("A@b.example"), WindowSeconds: 86400}},
 	} {
 		want, err := json.Marshal(p) // Payload has no MarshalJSON either
 		if err != nil {

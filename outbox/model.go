@@ -59,7 +59,15 @@ const (
 	ChannelSlack    Channel = "slack"
 	ChannelDiscord  Channel = "discord"
 	ChannelTeams    Channel = "teams"
+	// ChannelAutoreply is the visitor's confirmation e-mail (docs/design.md,
+	// "Autoreplies"): sent through the e-mail providers, kept to one per address, form
+	// and window by the store.
+	ChannelAutoreply Channel = "autoreply"
 )
+
+// IsEmail reports whether c travels as e-mail: a notification or an autoreply. Both go
+// through the e-mail provider chain, the suppression list and bounce feedback.
+func (c Channel) IsEmail() bool { return c == ChannelEmail || c == ChannelAutoreply }
 
 // ChatChannels lists the chat channels, in the order they are documented.
 var ChatChannels = []Channel{ChannelTelegram, ChannelSlack, ChannelDiscord, ChannelTeams}

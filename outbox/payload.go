@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -12,7 +13,9 @@ import (
 // delivery, so retries send exactly what was planned even after a config change. Secrets
 // (webhook signing keys, API keys) are never part of it: they stay in the config.
 type Payload struct {
-	// Email; To is also a Telegram delivery's chat id.
+	// Email; To is also a Telegram delivery's chat id. From is set for autoreplies only
+	// (the operator's configured sender); empty: the provider's own.
+	From    string `json:"from,omitempty"`
 	To      string `json:"to,omitempty"`
 	ReplyTo string `json:"reply_to,omitempty"`
 	Subject string `json:"subject,omitempty"`
@@ -26,6 +29,10 @@ type Payload struct {
 	// Slack, Discord or Teams webhook.
 	URL  string          `json:"url,omitempty"`
 	Body json.RawMessage `json:"body,omitempty"` // valid, compact JSON (intake renders it)
+
+	// Autoreply is read by the store when an autoreply delivery is inserted or released
+	// (the window rule, docs/design.md "Autoreplies"); nil for every other channel.
+	Autoreply *AutoreplyGate `json:"autoreply,omitempty"`
 }
 
 // AppendJSON appends p as JSON, as encoding/json.Marshal writes it (empty members left
@@ -33,6 +40,7 @@ type Payload struct {
 // what encoding/json would have made of it, without scanning it again.
 func (p *Payload) AppendJSON(dst []byte) []byte {
 	o := jsonw.NewObject(dst)
+	o.StringOmitEmpty("from", p.From)
 	o.StringOmitEmpty("to", p.To)
 	o.StringOmitEmpty("reply_to", p.ReplyTo)
 	o.StringOmitEmpty("subject", p.Subject)
@@ -45,6 +53,15 @@ func (p *Payload) AppendJSON(dst []byte) []byte {
 	o.StringOmitEmpty("url", p.URL)
 	if len(p.Body) > 0 {
 		o.Raw("body", p.Body)
+	}
+	if g := p.Autoreply; g != nil {
+		v := o.Key("autoreply")
+		a := jsonw.NewObject(*v)
+		a.String("form", g.Form)
+		a.String("key", g.Key)
+		w := a.Key("window_seconds")
+		*w = strconv.AppendInt(*w, g.WindowSeconds, 10)
+		*v = a.Close()
 	}
 	return o.Close()
 }

@@ -41,7 +41,7 @@ type Router struct {
 func (r Router) Send(ctx context.Context, d Delivery) (providers.Result, error) {
 	var p providers.Provider
 	switch d.Channel {
-	case ChannelEmail:
+	case ChannelEmail, ChannelAutoreply:
 		p = r.Email
 	case ChannelWebhook:
 		p = r.Webhook
@@ -84,9 +84,14 @@ func MessageFor(d Delivery) (providers.Message, error) {
 			return providers.Message{}, fmt.Errorf("decode payload of delivery %s: %w", d.ID, err)
 		}
 	}
+	ch := d.Channel
+	if ch == ChannelAutoreply {
+		ch = ChannelEmail // an e-mail like any other to the providers
+	}
 	m := providers.Message{
 		ID:      d.ID.String(),
-		Channel: string(d.Channel),
+		Channel: string(ch),
+		From:    p.From,
 		To:      p.To,
 		ReplyTo: p.ReplyTo,
 		Subject: p.Subject,
@@ -98,7 +103,7 @@ func MessageFor(d Delivery) (providers.Message, error) {
 	// The recipient column is the planned target; the payload normally repeats it, but
 	// a payload written without it must still go where the row says.
 	switch d.Channel {
-	case ChannelEmail, ChannelTelegram:
+	case ChannelEmail, ChannelAutoreply, ChannelTelegram:
 		if m.To == "" {
 			m.To = d.Recipient
 		}

@@ -27,7 +27,7 @@ type AcceptResult struct {
 	Status    SubmissionStatus
 	Duplicate bool
 	// KeyReused is set when the key was bound to a submission with other content. From
-	// Store.Accept it comes with Duplicate (nothing written yet); from outbox.Accept and
+	// Store.AcceptBatch it comes with Duplicate (nothing written yet); from outbox.Accept and
 	// GroupCommitter.Accept it comes without, for the post then stored as
 	// quarantined/idempotency_key_reused (ID and Status are that new row's).
 	KeyReused bool
@@ -60,7 +60,9 @@ type Completion struct {
 	Event *Event
 }
 
-// Store is the durable side of the outbox. Two implementations (sqlitestore, pgstore) are
+// Store is the durable side of the outbox. It has one way to write submissions
+// (AcceptBatch; AcceptOne is a batch of one) and one way to record outcomes
+// (CompleteBatch; CompleteOne). Two implementations (sqlitestore, pgstore) are
 // held to the same contract by the storetest conformance suite. Both implement every part
 // of it, so callers never ask a store whether it can batch, keep feedback or serve
 // operators: the parts are named interfaces only so that a consumer (feedback.Receiver,
@@ -72,15 +74,7 @@ type Store interface {
 	Ops
 	Inbox
 	FileStore
-
-	// Accept writes sub, its deliveries, a submission.received event and sub.Events in ONE
-	// transaction.
-	// If sub's id is already stored, or sub.IdempotencyKey is set and (form, key) is bound
-	// by a stored submission (BindsIdempotencyKey), it writes nothing and returns that
-	// submission's id and status with Duplicate set (see DuplicateResult). A submission
-	// that does not bind its key (quarantined) never collides on it: it is stored, its
-	// key kept for audit only.
-	Accept(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error)
+	DigestStore
 
 	// Claim leases up to p.Limit due deliveries: pending or failed with next_attempt_at <=
 	// Now, or sending with locked_until < Now (an expired lease). Each claimed row gets
@@ -90,9 +84,6 @@ type Store interface {
 
 	// Renew extends a lease this worker still holds; ErrLeaseLost if it does not.
 	Renew(ctx context.Context, id uuid.UUID, token string, lockedUntil time.Time) error
-
-	// Complete records an attempt and the delivery's new state, fenced by the lease token.
-	Complete(ctx context.Context, c Completion) error
 
 	// Release gives back a lease without charging an attempt (shutdown): the delivery
 	// returns to its previous due status with attempts-1 and is due at once. Fenced.

@@ -26,7 +26,7 @@ var ErrSuppressed = errors.New("recipient is on the suppression list")
 
 // Send implements Sender.
 func (g SuppressionGuard) Send(ctx context.Context, d Delivery) (providers.Result, error) {
-	if d.Channel == ChannelEmail && g.List != nil {
+	if d.Channel.IsEmail() && g.List != nil {
 		if list := g.List(); list != nil {
 			suppressed, err := list.IsSuppressed(ctx, d.Recipient)
 			if err != nil {

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -77,6 +78,10 @@ type WorkerConfig struct {
 	OnDead func(Delivery)
 	// OnAttempt is called after each attempt was recorded (for metrics).
 	OnAttempt func(Delivery, Attempt)
+	// Pacer, when set, is asked before each send whether the delivery's rate allows it
+	// now; one it refuses is given back to the store, due later, without holding a send
+	// slot (docs/design.md, "Pacing").
+	Pacer Pacer
 	// OnPass is called at the end of each claim pass with the number of deliveries it
 	// claimed (their sends may still be running): a test signal.
 	OnPass func(claimed int)
@@ -163,6 +168,9 @@ type Worker struct {
 	// clock is cfg.Now moved onto the database's clock (dbclock.go): every time the
 	// worker writes to or compares with the store comes from it.
 	clock *dbClock
+	// paced holds the times (cfg.Now's) at which deliveries deferred by the Pacer come
+	// due, so the loop wakes for them (pacing.go). Only the loop goroutine uses it.
+	paced timeHeap
 }
 
 const (
@@ -273,6 +281,10 @@ func (w *Worker) loop(ctx context.Context) {
 	// The tick survives wake-ups, so a stream of wakes neither postpones nor multiplies
 	// the correctness pass.
 	var tick <-chan time.Time
+	// paced fires when the earliest delivery deferred by the Pacer comes due (pacedAt);
+	// it is armed again only for an earlier one, so passes do not pile up timers.
+	var paced <-chan time.Time
+	var pacedAt time.Time
 	for {
 		w.pass(ctx)
 		if ctx.Err() != nil {
@@ -281,12 +293,17 @@ func (w *Worker) loop(ctx context.Context) {
 		if tick == nil {
 			tick = w.cfg.After(w.cfg.PollInterval)
 		}
+		if at, ok := w.nextPacedWake(); ok && (paced == nil || at.Before(pacedAt)) {
+			paced, pacedAt = w.cfg.After(at.Sub(w.cfg.Now())), at
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.wake:
 		case <-tick:
 			tick = nil
+		case <-paced:
+			paced = nil
 		}
 	}
 }
@@ -295,7 +312,9 @@ func (w *Worker) loop(ctx context.Context) {
 // nothing more is due. It claims only rows it can start at once (a claimed row's lease is
 // already running), and waits for enough free send slots to make the claim a real batch.
 func (w *Worker) pass(ctx context.Context) {
-	w.lastTick.Store(w.cfg.Now().UnixNano())
+	start := w.cfg.Now()
+	w.lastTick.Store(start.UnixNano())
+	w.dropPacedWakes(start)
 	claimed := 0
 	defer func() {
 		if w.cfg.OnPass != nil {
@@ -330,6 +349,17 @@ func (w *Worker) pass(ctx context.Context) {
 		// Rows claimed just as Stop began are dispatched all the same: Stop's grace and
 		// release cover them, and dropping them would leave their leases to expire.
 		for _, d := range ds {
+			if w.cfg.Pacer != nil {
+				now := w.cfg.Now()
+				if ok, at := w.cfg.Pacer.Reserve(d, now); !ok {
+					// The release is a store write: made beside the claims, on the send
+					// slot taken for the row, so a backlog is given back in parallel.
+					heap.Push(&w.paced, at)
+					w.inflight.Add(1)
+					go w.deferSend(d, w.clock.Now().Add(at.Sub(now)))
+					continue
+				}
+			}
 			w.inflight.Add(1)
 			go w.process(d)
 		}

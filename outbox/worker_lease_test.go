@@ -71,7 +71,7 @@ func TestFencingLateWritesAreRejected(t *testing.T) {
 				Attempt: outbox.Attempt{DeliveryID: d.ID, Attempt: 1, Outcome: outbox.OutcomeTemporary, Error: "late"}},
 		}
 		for _, c := range late {
-			if err := s.Complete(ctxFor(t), c); !errors.Is(err, outbox.ErrLeaseLost) {
+			if err := outbox.CompleteOne(ctxFor(t), s, c); !errors.Is(err, outbox.ErrLeaseLost) {
 				t.Fatalf("A's late %s write: err = %v, want ErrLeaseLost", c.Status, err)
 			}
 		}

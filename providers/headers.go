@@ -31,7 +31,7 @@ const (
 // payload written by anything else (an older version, a hand edit) can never add a
 // header. The error is Permanent: no retry and no other provider can make it safe.
 func CheckHeaders(m Message) *Error {
-	for _, h := range [...]struct{ name, v string }{{"To", m.To}, {"Reply-To", m.ReplyTo}, {"Subject", m.Subject}} {
+	for _, h := range [...]struct{ name, v string }{{"From", m.From}, {"To", m.To}, {"Reply-To", m.ReplyTo}, {"Subject", m.Subject}} {
 		if strings.ContainsAny(h.v, "\r\n\x00") {
 			return &Error{Class: Permanent, Code: "header_injection",
 				Err: errors.New("header " + h.name + " contains a line break; refusing to send")}

@@ -16,7 +16,10 @@ type Message struct {
 	ID      string
 	Channel string // "email" or "webhook"
 
-	// Email.
+	// Email. From, when set, replaces the provider's configured sender for this
+	// message (an autoreply's sender, from the operator's config, never from a visitor);
+	// empty: the configured one.
+	From    string
 	To      string
 	ReplyTo string
 	Subject string

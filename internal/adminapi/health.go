@@ -67,7 +67,7 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 			h.Storage.Error = err.Error()
 			h.Problems = append(h.Problems, "storage unreachable")
 		} else {
-			p.Stats.Remember(st, now)
+			p.Stats.Remember(st)
 			h.Outbox = &OutboxHealth{
 				Backlog: st.Backlog, Due: st.Due, Dead: st.Dead,
 				OldestDueSeconds: st.OldestDueAge(now).Seconds(),

@@ -135,7 +135,7 @@ func TestRoutesServeTheStore(t *testing.T) {
 	ctx := context.Background()
 	sub := storetest.NewSubmission("contact", storetest.WithStatus(outbox.SubmissionQuarantined, "schema_violation"))
 	d := storetest.NewDelivery(sub, "team", "team@example.com")
-	if _, err := st.Accept(ctx, sub, []outbox.Delivery{d}); err != nil {
+	if _, err := outbox.AcceptOne(ctx, st, sub, []outbox.Delivery{d}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -46,15 +46,16 @@ func NewLiveStats(store outbox.Store) *LiveStats {
 	return &LiveStats{store: store, now: time.Now}
 }
 
-// Remember lets a fresh read (a health check) serve the next scrape too. A nil
-// LiveStats remembers nothing.
-func (m *LiveStats) Remember(st outbox.Stats, at time.Time) {
+// Remember lets a fresh read (a health check) serve the next scrape too. Its age is
+// counted on the cache's own clock, the one read judges it by. A nil LiveStats
+// remembers nothing.
+func (m *LiveStats) Remember(st outbox.Stats) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.st, m.at, m.err = st, at, nil
+	m.st, m.at, m.err = st, m.now(), nil
 }
 
 // read returns the cached stats while they are younger than statsTTL and the last read

@@ -1,8 +1,8 @@
 // Package senders builds the providers a worker delivers through from plain, resolved
 // config values: the email provider (file, or SES, Resend and SMTP as a failover chain),
 // the webhook and chat providers, and the Sender that routes between them. It knows
-// nothing of Caddy: the root package resolves placeholders and hands over strings
-// (sender.go), so this wiring tests in seconds.
+// nothing of Caddy: internal/caddyconf/email.go resolves the config's placeholders into
+// plain strings, so this wiring tests in seconds.
 package senders
 
 import (
@@ -123,12 +123,9 @@ func NewEmail(ctx context.Context, c Email) (providers.Provider, error) {
 // Each provider of a chain has its own bucket: a failover to Resend is paced by Resend's
 // rate, not SES's.
 func appendPaced(list []providers.Provider, p providers.Provider, name, rate, def string) ([]providers.Provider, error) {
-	if rate == "" {
-		rate = def
-	}
-	perSecond, err := ratelimit.Parse(rate)
+	perSecond, err := parseRate(name, rate, def)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	return append(list, ratelimit.Wrap(p, perSecond)), nil
 }

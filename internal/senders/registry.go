@@ -20,6 +20,14 @@ type Registry struct {
 	secrets map[string]string            // webhook URL -> signing secret
 	headers map[string]map[string]string // webhook URL -> extra headers
 	bots    map[string]telegram.Bot      // Telegram chat id -> its bot
+	rates   map[rateTarget]float64       // a route's target -> its sends a second, 0 off
+}
+
+// rateTarget is what a route's `rate` applies to: a webhook or chat URL, or a Telegram
+// chat id, of one channel.
+type rateTarget struct {
+	channel outbox.Channel
+	target  string
 }
 
 // RegisterWebhookSecret records the signing secret of a webhook URL. Two forms may
@@ -102,4 +110,61 @@ func (r *Registry) TelegramBot(chatID string) (telegram.Bot, bool) {
 	defer r.mu.RUnlock()
 	bot, ok := r.bots[chatID]
 	return bot, ok
+}
+
+// RegisterRates records the send rate of every webhook and chat route of a form (its
+// `rate`, or the channel's default when unset). Two routes to one target must agree: the
+// rate is the target's, whichever form posts to it. The error names a webhook's URL or a
+// Telegram chat, never a chat service's URL, which is a credential.
+func (r *Registry) RegisterRates(form string, routes []intake.Route) error {
+	for _, rt := range routes {
+		target := rt.URL
+		switch rt.Channel {
+		case outbox.ChannelEmail:
+			continue
+		case outbox.ChannelTelegram:
+			target = rt.ChatID
+		}
+		perSecond, err := routeRate(rt.Channel, rt.Rate)
+		if err != nil {
+			return fmt.Errorf("form_outbox: form %s: route %s: %w", form, rt.Name, err)
+		}
+		if err := r.registerRate(rateTarget{rt.Channel, target}, perSecond); err != nil {
+			return fmt.Errorf("form_outbox: form %s: route %s: %w", form, rt.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Registry) registerRate(t rateTarget, perSecond float64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.rates[t]; ok && old != perSecond {
+		switch t.channel {
+		case outbox.ChannelWebhook:
+			return fmt.Errorf("webhook %s is configured with two different rates", t.target)
+		case outbox.ChannelTelegram:
+			return fmt.Errorf("telegram chat %s is configured with two different rates", t.target)
+		default:
+			return fmt.Errorf("one %s webhook is configured with two different rates", t.channel)
+		}
+	}
+	if r.rates == nil {
+		r.rates = make(map[rateTarget]float64)
+	}
+	r.rates[t] = perSecond
+	return nil
+}
+
+// rate is the sends a second registered for a channel's target, or the channel's
+// default for a target no route names (a delivery stored under an earlier config).
+func (r *Registry) rate(ch outbox.Channel, target string) float64 {
+	r.mu.RLock()
+	perSecond, ok := r.rates[rateTarget{ch, target}]
+	r.mu.RUnlock()
+	if ok {
+		return perSecond
+	}
+	perSecond, _ = routeRate(ch, "")
+	return perSecond
 }

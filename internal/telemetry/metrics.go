@@ -43,7 +43,7 @@ var (
 // with increase(): a series that appears only with its first event gives increase() no
 // earlier sample, so the first dead delivery would never alert. Register creates them
 // at 0.
-var alertedChannels = append([]outbox.Channel{outbox.ChannelEmail, outbox.ChannelWebhook}, outbox.ChatChannels...)
+var alertedChannels = append([]outbox.Channel{outbox.ChannelEmail, outbox.ChannelAutoreply, outbox.ChannelWebhook}, outbox.ChatChannels...)
 
 // Descriptions of intake's counters (intake/counters.go): what the defences did without
 // a stored row to count from the database.

@@ -167,7 +167,7 @@ func newWorld(t *testing.T, fake *snsFake, resendSecret string) *world {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
 	w.msgID = "0102018f-ses-message-id"
-	if err := s.Complete(ctx, outbox.Completion{DeliveryID: d.ID, LeaseToken: claimed[0].LeaseToken,
+	if err := outbox.CompleteOne(ctx, s, outbox.Completion{DeliveryID: d.ID, LeaseToken: claimed[0].LeaseToken,
 		Status: outbox.DeliverySent, Provider: "ses", ProviderMessageID: w.msgID, Now: time.Now(),
 		Attempt: outbox.Attempt{DeliveryID: d.ID, Attempt: 1, Provider: "ses", Outcome: outbox.OutcomeSent,
 			StartedAt: time.Now(), FinishedAt: time.Now(), ProviderMessageID: w.msgID}}); err != nil {

@@ -14,12 +14,17 @@ import (
 )
 
 // AcceptBatch accepts every item in one transaction (group commit): one WAL flush for the
-// lot, and the items' statements pipelined in one round trip. See outbox.BatchAccepter.
+// lot. See outbox.BatchAccepter.
 //
-// Keyed items are written in (form, key) order (see sortKeyed). An item that
-// fails with a data or constraint error is set aside with its own error and the
-// transaction is rerun without it; a deadlock or serialization failure reruns the batch
-// (a few times); any other failure answers every remaining item with the error.
+// One statement (AcceptSet, queries/accept.sql) writes the items, encoded once
+// (acceptColumns). It writes the whole batch at once; when it cannot (a submission id
+// appears twice, and the statement joins deliveries to their submission by id) or it
+// failed, the same statement runs once per item, pipelined in one transaction and one
+// round trip (acceptEach), which finds an item whose own row is bad: that item is set
+// aside with its own error and the transaction rerun without it; a deadlock or
+// serialization failure reruns it (a few times); any other failure answers every
+// remaining item with the error. Keyed items are written in (form, key) order (see
+// sortKeyed). A lone post is a batch of one (outbox.AcceptOne).
 func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
 	if slices.ContainsFunc(items, hasFiles) {
 		return s.acceptBatchWithFiles(ctx, items) // files.go
@@ -38,14 +43,10 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 	}
 	sortKeyed(items, live)
 
-	// One set-based statement for the batch; the pipeline below when a submission id
-	// appears twice, or when the statement failed (it then also finds an item whose own
-	// row is bad, or fails the batch as a whole).
-	if len(live) > 1 && distinctSubmissions(items, live) && s.acceptSet(ctx, rows, live, out) {
+	if len(live) > 0 && distinctSubmissions(items, live) && s.acceptSet(ctx, rows, live, out) {
 		return out
 	}
-
-	isolate(live, func(live []int) (int, error) { return s.acceptRun(ctx, rows, live, out) },
+	isolate(live, func(live []int) (int, error) { return s.acceptEach(ctx, rows, live, out) },
 		func(i int, err error) {
 			out[i] = outbox.AcceptOutcome{Err: fmt.Errorf("accept submission %s: %w", items[i].Submission.ID, err)}
 		},
@@ -55,15 +56,17 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 	return out
 }
 
-// acceptRun runs one transaction over the live items (see isolate).
-func (s *Store) acceptRun(ctx context.Context, rows []acceptRow, live []int, out []outbox.AcceptOutcome) (int, error) {
+// acceptEach runs AcceptSet once per live item, pipelined in one transaction (see
+// isolate): each statement sees the rows the earlier ones wrote, so an item repeating an
+// earlier one's id is its duplicate.
+func (s *Store) acceptEach(ctx context.Context, rows []acceptRow, live []int, out []outbox.AcceptOutcome) (int, error) {
 	bad := -1
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var (
 			dups []int
 			err  error
 		)
-		bad, err = pipeline(ctx, tx, acceptOneSQL, live, func(i int) []any { return rows[i].args() }, func(i int, row pgx.Row) error {
+		bad, err = pipeline(ctx, tx, acceptSetSQL, live, func(i int) []any { return newAcceptColumns(rows, []int{i}).params() }, func(i int, row pgx.Row) error {
 			sub := rows[i].sub
 			var id [16]byte
 			err := row.Scan(&id)
@@ -135,10 +138,9 @@ func sortKeyed(items []outbox.AcceptItem, live []int) {
 	}
 }
 
-// acceptRow is one item encoded once for both statements that may write it: its share
-// of acceptSetSQL's columns (acceptColumns.add) and, when the batch falls back to the
-// pipeline, acceptOneSQL's parameters (args). Its deliveries are planned here, so that
-// an id generated for one stays the same across reruns. The values have the types pgx
+// acceptRow is one item prepared once, whichever way AcceptSet writes it
+// (acceptColumns.add). Its deliveries are planned here, so that an id generated for one
+// stays the same across reruns. The values have the types pgx
 // encodes without reflection or driver.Valuer (a uuid.UUID would be formatted as text
 // and parsed back): [16]byte for a uuid, string, int32, bool, time.Time, and slices of
 // those.
@@ -165,30 +167,7 @@ func newAcceptRow(it outbox.AcceptItem) (acceptRow, error) {
 	return r, nil
 }
 
-// args are acceptOneSQL's parameters.
-func (r *acceptRow) args() []any {
-	var (
-		d plannedDeliveries
-		e extraEvents
-	)
-	d.grow(len(r.deliveries))
-	for k := range r.deliveries {
-		d.add(&r.deliveries[k])
-	}
-	e.grow(len(r.sub.Events))
-	for _, ev := range r.sub.Events {
-		e.add(ev, r.created)
-	}
-	sub := r.sub
-	args := make([]any, 0, 36)
-	args = append(args, r.id, sub.Form, string(sub.Status), sub.Reason, r.data, r.meta, r.boundKey,
-		sub.ContentHash, sub.Test, r.created)
-	args = d.params(args)
-	return append(args, outbox.EventSubmissionReceived, r.event, e.kind, e.data, e.at, r.unbound)
-}
-
-// plannedDeliveries are planned deliveries as parallel arrays, for acceptOneSQL and
-// acceptSetSQL.
+// plannedDeliveries are planned deliveries as parallel arrays, for acceptSetSQL.
 type plannedDeliveries struct {
 	id                                              [][16]byte
 	route, channel, recipient, status, owner, token []string

@@ -13,8 +13,8 @@ import (
 
 // acceptSet writes the live items (each submission id once) with acceptSetSQL and looks
 // up what the skipped ones duplicated. It reports false when the statement failed: then
-// nothing was written and out is untouched, and the caller falls back to the
-// per-statement pipeline, which also sets aside an item whose own row is bad.
+// nothing was written and out is untouched, and the caller runs the statement per item
+// (acceptEach), which also sets aside an item whose own row is bad.
 //
 // Without a before-commit hook the statement runs as its own transaction (no BEGIN and
 // COMMIT round trips), and duplicates are looked up after it committed: what they

@@ -8,10 +8,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Batched writes (AcceptBatch, CompleteBatch) pipeline one statement per item in one
-// transaction. A statement that fails aborts the transaction, so an item whose own row
-// is bad is set aside and the transaction rerun without it; this is cheaper than a
-// savepoint per item in the common case where nothing fails.
+// When a batched write (AcceptBatch, CompleteBatch) cannot run as one statement, it
+// pipelines its statement once per item in one transaction. A statement that fails
+// aborts the transaction, so an item whose own row is bad is set aside and the
+// transaction rerun without it; this is cheaper than a savepoint per item in the common
+// case where nothing fails.
 
 // isolate runs run over the live item indexes until it succeeds. run returns the position
 // in live of an item whose own row failed, or -1 when the transaction failed as a whole.

@@ -2,27 +2,24 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/claimorder"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // Claim leases up to p.Limit due deliveries, oldest next_attempt_at first, each with its
 // own random lease token. Due-ness is judged against p.Now, never the database clock, so
 // tests (and workers) drive time.
 func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
-	if p.Limit <= 0 {
-		return nil, nil
+	now, until, ok, err := storeflow.ClaimWindow(p)
+	if !ok {
+		return nil, err
 	}
-	if p.Lease <= 0 {
-		return nil, errors.New("claim deliveries: lease must be positive")
-	}
-	now := orNow(p.Now)
-	rows, err := s.pool.Query(ctx, claimSQL, now, p.Limit, p.Owner, now.Add(p.Lease))
+	rows, err := s.pool.Query(ctx, claimSQL, now, p.Limit, p.Owner, until)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}

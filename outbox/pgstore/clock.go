@@ -10,11 +10,10 @@ import (
 
 // DatabaseNow reads PostgreSQL's clock. Every process sharing the database moves its
 // worker's clock onto it (outbox/dbclock.go), so that leases and due times written by one
-// are judged on the same clock by all. clock_timestamp, not now(): now() is the start of
-// the transaction, and this read is its own statement.
+// are judged on the same clock by all (queries/system.sql).
 func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
 	var t time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
+	if err := s.pool.QueryRow(ctx, qDatabaseNow).Scan(&t); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)
 	}
 	return t, nil

@@ -13,10 +13,16 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
 )
 
-// CompleteBatch records many completions in one transaction, pipelined in one round trip,
-// each fenced by its own lease token: a stale lease gets outbox.ErrLeaseLost and writes
-// nothing, the others are recorded. A completion failing with a data or constraint error
-// is set aside with its own error and the rest rerun. See outbox.BatchCompleter.
+// CompleteBatch records many completions in one transaction, each fenced by its own
+// lease token: a stale lease gets outbox.ErrLeaseLost and writes nothing, the others are
+// recorded. See outbox.BatchCompleter.
+//
+// One statement (CompleteSet, queries/complete.sql) records them, encoded once
+// (completeColumns): the whole batch at once, or, when it cannot (a delivery appears
+// twice: a stale and a fresh lease) or it failed, once per completion, pipelined in one
+// transaction (completeEach), which sets aside a completion failing with a data or
+// constraint error and reruns the rest. A lone completion is a batch of one
+// (outbox.CompleteOne).
 func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []error {
 	errs := make([]error, len(cs))
 	var live []int
@@ -30,13 +36,10 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	// One row-lock order for every batch: concurrent batches cannot deadlock.
 	slices.SortFunc(live, func(x, y int) int { return bytes.Compare(cs[x].DeliveryID[:], cs[y].DeliveryID[:]) })
 
-	// One set-based statement when it can tell the completions apart by delivery id; the
-	// pipeline below when it cannot, or when the statement failed (it then also finds a
-	// completion whose own row is bad, or fails the batch as a whole).
-	if len(live) > 1 && distinctDeliveries(cs, live) && s.completeSet(ctx, cs, live, errs) {
+	if len(live) > 0 && distinctDeliveries(cs, live) && s.completeSet(ctx, cs, live, errs) {
 		return errs
 	}
-	isolate(live, func(live []int) (int, error) { return s.completeRun(ctx, cs, live, errs) },
+	isolate(live, func(live []int) (int, error) { return s.completeEach(ctx, cs, live, errs) },
 		func(i int, err error) { errs[i] = fmt.Errorf("complete delivery %s: %w", cs[i].DeliveryID, err) },
 		func(i int, err error) {
 			errs[i] = fmt.Errorf("complete delivery %s: %w: %w", cs[i].DeliveryID, outbox.ErrBatchMemberFailed, err)
@@ -44,14 +47,19 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	return errs
 }
 
-// completeRun runs one transaction over the live completions (see isolate).
-func (s *Store) completeRun(ctx context.Context, cs []outbox.Completion, live []int, errs []error) (int, error) {
+// completeEach runs CompleteSet once per live completion, pipelined in one transaction
+// (see isolate).
+func (s *Store) completeEach(ctx context.Context, cs []outbox.Completion, live []int, errs []error) (int, error) {
 	bad := -1
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		bad, err = pipeline(ctx, tx, completeOneSQL, live, func(i int) []any { return completeArgs(cs[i]) }, func(i int, row pgx.Row) error {
-			var subID [16]byte
-			switch err := row.Scan(&subID); {
+		bad, err = pipeline(ctx, tx, completeSetSQL, live, func(i int) []any {
+			cols := newCompleteColumns(1)
+			cols.add(cs[i])
+			return cols.args()
+		}, func(i int, row pgx.Row) error {
+			var id [16]byte
+			switch err := row.Scan(&id); {
 			case err == nil:
 				errs[i] = nil
 			case isNoRows(err):
@@ -82,18 +90,6 @@ func distinctDeliveries(cs []outbox.Completion, live []int) bool {
 		}
 	}
 	return true
-}
-
-// completeArgs are completeOneSQL's parameters for a completion completion.Plan has
-// checked and filled, in completeColumns' order.
-func completeArgs(c outbox.Completion) []any {
-	a, e := c.Attempt, eventOf(c)
-	return []any{
-		string(c.Status), c.NextAttemptAt, c.LastError, c.Provider, c.ProviderMessageID, c.Now, [16]byte(c.DeliveryID), c.LeaseToken,
-		a.Attempt, a.Provider, a.StartedAt, a.FinishedAt, string(a.Outcome),
-		a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID,
-		e.kind, e.sub, e.delivery, e.data, e.at,
-	}
 }
 
 // completeEvent is what the completion statements write of a completion's event.

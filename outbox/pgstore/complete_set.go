@@ -11,8 +11,8 @@ import (
 
 // completeSet records the live completions (sorted by delivery id, each id once) with
 // completeSetSQL in one transaction and reports whether it did; on false nothing was
-// written and errs is untouched, and the caller falls back to the per-statement pipeline,
-// which also sets aside a completion whose own row is bad.
+// written and errs is untouched, and the caller runs the statement per completion
+// (completeEach), which also sets aside a completion whose own row is bad.
 func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []int, errs []error) bool {
 	cols := newCompleteColumns(len(live))
 	for _, i := range live {
@@ -57,8 +57,9 @@ func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []
 	return true
 }
 
-// completeColumns are completeSetSQL's arrays: completeArgs transposed, one array per
-// parameter, in types pgx encodes without reflection ([16]byte for a uuid).
+// completeColumns are completeSetSQL's arrays, one per parameter, in types pgx encodes
+// without reflection ([16]byte for a uuid): a completion checked and filled by
+// completion.Plan per element.
 type completeColumns struct {
 	status, lastError, provider, pmid, token, aprov, outcome, code, errText, apmid, kind, data []string
 	next, now, started, finished, at                                                           []time.Time
@@ -81,7 +82,7 @@ func newCompleteColumns(n int) *completeColumns {
 	return k
 }
 
-// add appends c's values: completeArgs' fields, in its order.
+// add appends c's values.
 func (k *completeColumns) add(c outbox.Completion) {
 	a, e := &c.Attempt, eventOf(c)
 	k.status, k.next, k.lastError = append(k.status, string(c.Status)), append(k.next, c.NextAttemptAt), append(k.lastError, c.LastError)

@@ -38,7 +38,7 @@ func (s *Store) acceptBatchWithFiles(ctx context.Context, items []outbox.AcceptI
 	return out
 }
 
-// acceptWithFiles writes one submission with AcceptOne, then, when it was not a
+// acceptWithFiles writes one submission with AcceptSet, then, when it was not a
 // duplicate, its files, all in one transaction (docs/design.md, "Files").
 func (s *Store) acceptWithFiles(ctx context.Context, it outbox.AcceptItem) outbox.AcceptOutcome {
 	sub := it.Submission
@@ -49,7 +49,7 @@ func (s *Store) acceptWithFiles(ctx context.Context, it outbox.AcceptItem) outbo
 	var res outbox.AcceptResult
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		var id [16]byte
-		err := tx.QueryRow(ctx, acceptOneSQL, row.args()...).Scan(&id)
+		err := tx.QueryRow(ctx, acceptSetSQL, newAcceptColumns([]acceptRow{row}, []int{0}).params()...).Scan(&id)
 		if isNoRows(err) {
 			dup := []outbox.AcceptOutcome{{}}
 			if err := s.lookUpDuplicates(ctx, tx, []acceptRow{row}, []int{0}, dup); err != nil {

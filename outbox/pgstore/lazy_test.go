@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
@@ -32,7 +33,7 @@ func TestLazyOpenSucceedsWhileTheServerIsDown(t *testing.T) {
 	}
 	defer s.Close()
 	sub := storetest.NewSubmission("contact")
-	if _, err := s.Accept(ctx, sub, nil); err == nil {
+	if _, err := outbox.AcceptOne(ctx, s, sub, nil); err == nil {
 		t.Fatal("accept succeeded with no server")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // Every write after a claim is fenced: it matches the row only while the row is still
@@ -30,17 +31,6 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 	return nil
 }
 
-// Complete records the attempt and the delivery's new state in one transaction, fenced by
-// the lease token. The lease is cleared. The attempt row's number is c.Attempt.Attempt
-// (or the delivery's attempts when zero), raised past any number already in the history
-// so that attempts after a manual retry (which resets the budget) never collide with the
-// earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
-// and c.Now.
-func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
-	// One statement does it all (complete_batch.go); a lone completion is a batch of one.
-	return s.CompleteBatch(ctx, []outbox.Completion{c})[0]
-}
-
 // Release gives a lease back without charging the attempt the claim counted: attempts-1,
 // lease cleared, due at now. The status becomes failed when earlier attempts remain on
 // the count (a retry was already scheduled before this claim) and pending otherwise;
@@ -54,24 +44,10 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 	return nil
 }
 
-// Retry makes a dead or failed delivery pending with attempts = 0, due at now. last_error
-// is kept so the operator still sees why it stopped; the attempts history is untouched.
+// Retry makes a dead or failed delivery pending with attempts = 0, due at now
+// (storeflow.Retry).
 func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, qRetry, [16]byte(id), orNow(now))
-	if err != nil {
-		return fmt.Errorf("retry delivery %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, qDeliveryExists, [16]byte(id)).Scan(&exists); err != nil {
-		return fmt.Errorf("retry delivery %s: %w", id, err)
-	}
-	if !exists {
-		return fmt.Errorf("retry delivery %s: %w", id, outbox.ErrNotFound)
-	}
-	return fmt.Errorf("retry delivery %s: %w", id, outbox.ErrNotRetryable)
+	return storeflow.Retry(ctx, flow{s}, id, now)
 }
 
 // fenced turns "no row matched" into ErrLeaseLost.

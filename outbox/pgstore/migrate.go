@@ -39,15 +39,14 @@ func (s *Store) migrateOn(ctx context.Context, db beginner) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	err = txOn(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(s.schema)); err != nil {
+		if _, err := tx.Exec(ctx, qMigrationLock, lockKey(s.schema)); err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}
 		if s.schema != "" {
 			// Look before creating: CREATE SCHEMA IF NOT EXISTS still demands the CREATE
 			// privilege on the database, which a role given an existing schema may lack.
 			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`,
-				s.schema).Scan(&exists); err != nil {
+			if err := tx.QueryRow(ctx, qSchemaExists, s.schema).Scan(&exists); err != nil {
 				return fmt.Errorf("look up schema: %w", err)
 			}
 			if !exists {
@@ -56,13 +55,10 @@ func (s *Store) migrateOn(ctx context.Context, db beginner) error {
 				}
 			}
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS form_outbox_migrations (
-			version    integer PRIMARY KEY,
-			applied_at timestamptz NOT NULL DEFAULT now()
-		)`); err != nil {
+		if _, err := tx.Exec(ctx, qCreateMigrationsTable); err != nil {
 			return fmt.Errorf("create migrations table: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT version FROM form_outbox_migrations`)
+		rows, err := tx.Query(ctx, qAppliedMigrations)
 		if err != nil {
 			return err
 		}
@@ -81,7 +77,7 @@ func (s *Store) migrateOn(ctx context.Context, db beginner) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO form_outbox_migrations (version) VALUES ($1)`, m.Version); err != nil {
+			if _, err := tx.Exec(ctx, qRecordMigration, m.Version); err != nil {
 				return fmt.Errorf("record %s: %w", m.Name, err)
 			}
 		}

@@ -60,7 +60,7 @@ func (s *Store) sendNotify() {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel)
+	_, _ = s.pool.Exec(ctx, qNotify, s.channel)
 }
 
 // Listen holds one dedicated connection (outside the pool, so no pooled connection is ever

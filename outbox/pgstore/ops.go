@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // ListSubmissions pages through submissions newest first with a keyset cursor, so a deep
@@ -22,19 +23,11 @@ func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) 
 // ListDeliveriesByStatus pages through deliveries of one status (or all), latest
 // next_attempt_at first.
 func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFilter) ([]outbox.Delivery, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
+	p, err := storeflow.DeliveriesPage(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	limit := outbox.PageLimit(f.Limit)
-	var q query
-	if f.Status != "" {
-		q.where("status = $?", string(f.Status))
-	}
-	if !cur.IsZero() {
-		q.where("(next_attempt_at, id) < ($?, $?)", cur.At, cur.ID)
-	}
-	sql, args := q.build(`SELECT `+deliveryColumns+` FROM deliveries`, `ORDER BY next_attempt_at DESC, id DESC`, limit+1)
+	sql, args := pageQuery(qDeliveriesByStatus, qDeliveriesByStatusOrder, p)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
@@ -43,8 +36,18 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	out, next := outbox.TrimPage(out, limit, outbox.DeliveryCursor)
+	out, next := outbox.TrimPage(out, p.Limit, outbox.DeliveryCursor)
 	return out, next, nil
+}
+
+// pageQuery is head, p's conditions (their fragments, storeflow.PageFragments) and
+// order, with p.Fetch as the LIMIT.
+func pageQuery(head, order string, p storeflow.Page) (string, []any) {
+	var q query
+	for _, c := range p.Conds {
+		q.where(pageFragments[c.Name], c.Args...)
+	}
+	return q.build(head, order, p.Fetch)
 }
 
 // query assembles a filtered SELECT; each "$?" becomes the next numbered parameter.
@@ -89,12 +92,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 		waiting, sending int64
 		oldest           *time.Time
 	)
-	err := s.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
-			(SELECT count(*) FROM deliveries WHERE status = 'sending'),
-			(SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= $1),
-			(SELECT min(next_attempt_at) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= $1),
-			(SELECT count(*) FROM deliveries WHERE status = 'dead')`, now).
+	err := s.pool.QueryRow(ctx, qStats, now).
 		Scan(&waiting, &sending, &st.Due, &oldest, &st.Dead)
 	if err != nil {
 		return st, fmt.Errorf("outbox stats: %w", err)
@@ -105,38 +103,10 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 }
 
 // Prune deletes one batch of expired submissions whose deliveries are all terminal
-// (cascading to deliveries and attempts), then one batch of old events. Rows a worker has
-// locked are skipped rather than waited for. Events are taken oldest id first, so the
-// scan stops at the first young one instead of reading them all.
+// (cascading to deliveries and attempts), then one batch of old events
+// (storeflow.Prune). Rows a worker has locked are skipped rather than waited for.
 func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.PruneResult, error) {
-	var res outbox.PruneResult
-	if batch <= 0 {
-		return res, fmt.Errorf("prune: batch must be positive")
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM submissions WHERE id IN (
-				SELECT s.id FROM submissions s
-				WHERE s.created_at < $1 AND NOT EXISTS (
-					SELECT 1 FROM deliveries d
-					WHERE d.submission_id = s.id AND d.status NOT IN ('sent', 'dead', 'skipped'))
-				ORDER BY s.created_at LIMIT $2
-				FOR UPDATE SKIP LOCKED)`, before, batch)
-		if err != nil {
-			return fmt.Errorf("submissions: %w", err)
-		}
-		res.Submissions = int(tag.RowsAffected())
-		tag, err = tx.Exec(ctx, `DELETE FROM events WHERE id IN (
-				SELECT id FROM events ORDER BY id LIMIT $2) AND at < $1`, before, batch)
-		if err != nil {
-			return fmt.Errorf("events: %w", err)
-		}
-		res.Events = int(tag.RowsAffected())
-		return nil
-	})
-	if err != nil {
-		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)
-	}
-	return res, nil
+	return storeflow.Prune(ctx, flow{s}, before, batch)
 }
 
 // pruneLockKey is the advisory lock that makes one instance per schema the pruner.
@@ -155,7 +125,7 @@ func (s *Store) LockPruner(ctx context.Context) (func(), bool, error) {
 	}
 	key := pruneLockKey(s.schema)
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, qTryPrunerLock, key).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, false, fmt.Errorf("lock pruner: %w", err)
 	}
@@ -166,7 +136,7 @@ func (s *Store) LockPruner(ctx context.Context) (func(), bool, error) {
 	unlock := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		if _, err := conn.Exec(ctx, qPrunerUnlock, key); err != nil {
 			// A session whose unlock failed may still hold the lock: close it so the
 			// lock goes with it instead of returning it to the pool.
 			conn.Conn().Close(ctx)

@@ -4,6 +4,7 @@ import (
 	"embed"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/sqlq"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // The store's static SQL lives in queries/*.sql, one file per concept, with the comments
@@ -16,23 +17,25 @@ var queryFiles embed.FS
 
 var queries = sqlq.MustLoad(queryFiles, "queries/*.sql")
 
-// deliveryColumns is the deliveries column list, for the queries built at run time
-// (ops.go, feedback.go).
-var deliveryColumns = queries.Must("DeliveryColumns")
+// fq are the statements of the sequences written once in outbox/internal/storeflow
+// (flow.go runs them).
+var fq = func() (q storeflow.Queries) {
+	queries.MustFill(&q)
+	return q
+}()
+
+// pageFragments are the conditions of the filtered reads (storeflow.Page), by name.
+var pageFragments = queries.MustMap(storeflow.PageFragments)
 
 var (
-	acceptOneSQL = queries.Must("AcceptOne")
 	acceptSetSQL = queries.Must("AcceptSet")
 	duplicateSQL = queries.Must("FindDuplicate")
 
 	claimSQL = queries.Must("Claim")
 
-	qRenew          = queries.Must("Renew")
-	qRelease        = queries.Must("Release")
-	qRetry          = queries.Must("Retry")
-	qDeliveryExists = queries.Must("DeliveryExists")
+	qRenew   = queries.Must("Renew")
+	qRelease = queries.Must("Release")
 
-	completeOneSQL = queries.Must("CompleteOne")
 	completeSetSQL = queries.Must("CompleteSet")
 
 	qGetSubmission  = queries.Must("GetSubmission")
@@ -40,4 +43,29 @@ var (
 	qListDeliveries = queries.Must("ListDeliveries")
 	qListAttempts   = queries.Must("ListAttempts")
 	qListEvents     = queries.Must("ListEvents")
+
+	qListFeedback     = queries.Must("ListFeedback")
+	qListSuppressions = queries.Must("ListSuppressions")
+	qIsSuppressed     = queries.Must("IsSuppressed")
+
+	qDeliveriesByStatus      = queries.Must("DeliveriesByStatus")
+	qDeliveriesByStatusOrder = queries.Must("DeliveriesByStatusOrder")
+	qStats                   = queries.Must("Stats")
+	qTryPrunerLock           = queries.Must("TryPrunerLock")
+	qPrunerUnlock            = queries.Must("PrunerUnlock")
+
+	qSearchSubmissions      = queries.Must("SearchSubmissions")
+	qSearchSubmissionsOrder = queries.Must("SearchSubmissionsOrder")
+	qSubmissionForms        = queries.Must("SubmissionForms")
+	qOverviewSubmissions    = queries.Must("OverviewSubmissions")
+	qOverviewDeliveries     = queries.Must("OverviewDeliveries")
+	qSubmissionEvents       = queries.Must("SubmissionEvents")
+
+	qDatabaseNow           = queries.Must("DatabaseNow")
+	qNotify                = queries.Must("Notify")
+	qMigrationLock         = queries.Must("MigrationLock")
+	qSchemaExists          = queries.Must("SchemaExists")
+	qCreateMigrationsTable = queries.Must("CreateMigrationsTable")
+	qAppliedMigrations     = queries.Must("AppliedMigrations")
+	qRecordMigration       = queries.Must("RecordMigration")
 )

@@ -2,7 +2,7 @@
 // the store fails or is too slow, a submission and its planned deliveries (which already
 // carry their UUIDv7 ids) are appended to a segment file and fsynced before the visitor
 // is told "queued". A Replayer later drains the segments into an outbox.Store; replay is
-// idempotent because Store.Accept treats an already stored submission id as a duplicate
+// idempotent because Store.AcceptBatch treats an already stored submission id as a duplicate
 // and writes nothing.
 //
 // On disk a spool is a directory of segment files named seg-<20-digit sequence>.spool,

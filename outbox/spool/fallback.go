@@ -8,7 +8,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
-// Spool modes, the values of `spool DIR | off | always` (the root's caddyfile_spool.go).
+// Spool modes, the values of `spool DIR | off | always` (internal/caddyconf/caddyfile_spool.go).
 const (
 	// ModeFallback ("") spools only when the store fails or is too slow.
 	ModeFallback = ""

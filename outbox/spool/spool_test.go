@@ -296,7 +296,7 @@ func TestReplayOfAHalfStoredSegment(t *testing.T) {
 	// Half reached the store before it went away (or a replay stopped half way).
 	for _, e := range es[:5] {
 		sub := e.Submission
-		if _, err := store.Accept(context.Background(), &sub, e.Deliveries); err != nil {
+		if _, err := outbox.AcceptOne(context.Background(), store, &sub, e.Deliveries); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -312,7 +312,8 @@ func TestReplayOfAHalfStoredSegment(t *testing.T) {
 	}
 }
 
-// recordingStore fails Accept after failAfter successes (when set) and records ids.
+// recordingStore fails each accepted item after failAfter successes (when set) and
+// records ids.
 type recordingStore struct {
 	outbox.Store
 	mu        sync.Mutex
@@ -320,14 +321,19 @@ type recordingStore struct {
 	failAfter int
 }
 
-func (r *recordingStore) Accept(ctx context.Context, sub *outbox.Submission, ds []outbox.Delivery) (outbox.AcceptResult, error) {
+func (r *recordingStore) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.failAfter > 0 && len(r.ids) >= r.failAfter {
-		return outbox.AcceptResult{}, errors.New("database is down")
+	out := make([]outbox.AcceptOutcome, len(items))
+	for i, it := range items {
+		if r.failAfter > 0 && len(r.ids) >= r.failAfter {
+			out[i].Err = errors.New("database is down")
+			continue
+		}
+		r.ids = append(r.ids, it.Submission.ID)
+		out[i].Result, out[i].Err = outbox.AcceptOne(ctx, r.Store, it.Submission, it.Deliveries)
 	}
-	r.ids = append(r.ids, sub.ID)
-	return r.Store.Accept(ctx, sub, ds)
+	return out
 }
 
 func TestReplayKeepsIdOrderAcrossSegments(t *testing.T) {

@@ -12,32 +12,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/acceptprep"
 )
 
-// Accept writes sub, its deliveries and a submission.received event in one transaction.
-//
-// A submission whose (form, idempotency key) or whose id is already stored is a duplicate:
-// nothing is written and the stored submission's id and status come back with Duplicate
-// set. Matching on the id too makes a spool replay of an already stored submission a
-// no-op. Deliveries are stored as given, except that a missing id, status, next attempt
-// time or creation time is filled in (new UUIDv7; pending, or skipped when sub is not
-// accepted; sub's creation time); the caller's values are not modified.
-func (s *Store) Accept(ctx context.Context, sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error) {
-	p, err := prepareAccept(sub)
-	if err != nil {
-		return outbox.AcceptResult{}, err
-	}
-	var res outbox.AcceptResult
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		res, err = acceptIn(ctx, tx, sub, deliveries, p)
-		return err
-	})
-	if err != nil {
-		return outbox.AcceptResult{}, fmt.Errorf("accept submission %s: %w", sub.ID, err)
-	}
-	return res, nil
-}
-
-// preparedAccept is what Accept encodes before it touches the database: key is the
+// preparedAccept is what AcceptBatch encodes before it touches the database: key is the
 // bound idempotency key (NULL when none or unbound), unbound the key of a submission
 // that does not bind it (see outbox.BindsIdempotencyKey).
 type preparedAccept struct {
@@ -56,7 +31,9 @@ func prepareAccept(sub *outbox.Submission) (preparedAccept, error) {
 	return p, nil
 }
 
-// acceptIn is Accept's work inside the caller's write transaction.
+// acceptIn writes one item inside the caller's write transaction (see
+// outbox.BatchAccepter). Matching a duplicate on the id too makes a spool replay of an
+// already stored submission a no-op.
 func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliveries []outbox.Delivery, p preparedAccept) (outbox.AcceptResult, error) {
 	created, key := p.Created, p.key
 	// The single writer connection serializes Accepts, so looking first is race-free.

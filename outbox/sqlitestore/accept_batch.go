@@ -61,16 +61,16 @@ func (e errSavepoint) Unwrap() error { return e.err }
 // comes back as is (the transaction is still usable); a failing savepoint statement comes
 // back as errSavepoint.
 func inSavepoint(ctx context.Context, tx txQuerier, fn func() error) error {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_item`); err != nil {
+	if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
 		return errSavepoint{err}
 	}
 	ferr := fn()
 	if ferr != nil {
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO batch_item`); err != nil {
+		if _, err := tx.ExecContext(ctx, qRollbackToSavepoint); err != nil {
 			return errSavepoint{err}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `RELEASE batch_item`); err != nil {
+	if _, err := tx.ExecContext(ctx, qReleaseSavepoint); err != nil {
 		return errSavepoint{err}
 	}
 	return ferr

@@ -3,11 +3,11 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/claimorder"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // Claim leases up to p.Limit due deliveries, oldest next_attempt_at first. It is one
@@ -15,16 +15,13 @@ import (
 // two processes sharing the file) can never lease the same row. Each row gets its own
 // random lease token.
 func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
-	if p.Limit <= 0 {
-		return nil, nil
+	at, end, ok, err := storeflow.ClaimWindow(p)
+	if !ok {
+		return nil, err
 	}
-	if p.Lease <= 0 {
-		return nil, errors.New("claim deliveries: lease must be positive")
-	}
-	at := orNow(p.Now)
-	now, until := micros(at), micros(at.Add(p.Lease))
+	now, until := micros(at), micros(end)
 	var out []outbox.Delivery
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, qClaim,
 			p.Owner, until, now, now, now, p.Limit)
 		if err != nil {

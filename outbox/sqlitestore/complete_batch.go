@@ -11,7 +11,7 @@ import (
 )
 
 // CompleteBatch records many completions in one write transaction. Each runs inside its
-// own SAVEPOINT with Complete's fencing, so a stale lease (outbox.ErrLeaseLost) or a bad
+// own SAVEPOINT with the lease fencing, so a stale lease (outbox.ErrLeaseLost) or a bad
 // row is rolled back alone. See outbox.BatchCompleter.
 func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []error {
 	errs := make([]error, len(cs))

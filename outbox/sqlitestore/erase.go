@@ -14,7 +14,7 @@ import (
 // the erased bytes stay in the WAL until the next checkpoint, and the caller hears so.
 func (s *Store) scrubWAL(ctx context.Context) error {
 	var busy, walFrames, moved int
-	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &walFrames, &moved); err != nil {
+	if err := s.w.QueryRowContext(ctx, qCheckpointWAL).Scan(&busy, &walFrames, &moved); err != nil {
 		return fmt.Errorf("checkpoint the WAL: %w", err)
 	}
 	if busy != 0 {

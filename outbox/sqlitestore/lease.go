@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
-	"github.com/formoutbox/caddy-form-outbox/outbox/internal/completion"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // Every write after a claim is fenced: it matches the row only while the row is still
@@ -31,26 +31,8 @@ func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUnt
 	return nil
 }
 
-// Complete records the attempt and the delivery's new state in one transaction, fenced by
-// the lease token. The lease is cleared. The attempt row's number is c.Attempt.Attempt
-// (or the delivery's attempts when zero), raised past any number already in the history
-// so that attempts after a manual retry (which resets the budget) never collide with the
-// earlier ones. A zero c.Event.SubmissionID / DeliveryID / At are filled from the delivery
-// and c.Now.
-func (s *Store) Complete(ctx context.Context, c outbox.Completion) error {
-	c, err := completion.Plan(c)
-	if err != nil {
-		return err
-	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error { return completeIn(ctx, tx, c) })
-	if err != nil {
-		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, err)
-	}
-	return nil
-}
-
-// completeIn is Complete's work inside the caller's write transaction, on a completion
-// completion.Plan has checked and filled.
+// completeIn records one completion inside the caller's write transaction (see
+// outbox.BatchCompleter), on a completion completion.Plan has checked and filled.
 func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 	var (
 		subID    string
@@ -112,29 +94,10 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now tim
 	return nil
 }
 
-// Retry makes a dead or failed delivery pending with attempts = 0, due at now. last_error
-// is kept so the operator still sees why it stopped; the attempts history is untouched.
+// Retry makes a dead or failed delivery pending with attempts = 0, due at now
+// (storeflow.Retry).
 func (s *Store) Retry(ctx context.Context, id uuid.UUID, now time.Time) error {
-	now = orNow(now)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, qRetryStatus, id.String()).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return outbox.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if status != string(outbox.DeliveryDead) && status != string(outbox.DeliveryFailed) {
-			return outbox.ErrNotRetryable
-		}
-		_, err = tx.ExecContext(ctx, qRetry, micros(now), id.String())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("retry delivery %s: %w", id, err)
-	}
-	return nil
+	return storeflow.Retry(ctx, flow{s}, id, now)
 }
 
 // fenced turns "no row matched" into ErrLeaseLost.

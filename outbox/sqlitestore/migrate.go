@@ -27,14 +27,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS form_outbox_migrations (
-			version    INTEGER PRIMARY KEY,
-			applied_at INTEGER NOT NULL
-		) STRICT`); err != nil {
+		if _, err := tx.ExecContext(ctx, qCreateMigrationsTable); err != nil {
 			return err
 		}
 		applied := map[int]bool{}
-		rows, err := tx.QueryContext(ctx, `SELECT version FROM form_outbox_migrations`)
+		rows, err := tx.QueryContext(ctx, qAppliedMigrations)
 		if err != nil {
 			return err
 		}
@@ -56,9 +53,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO form_outbox_migrations (version, applied_at) VALUES (?, ?)`,
-				m.Version, micros(time.Now())); err != nil {
+			if _, err := tx.ExecContext(ctx, qRecordMigration, m.Version, micros(time.Now())); err != nil {
 				return fmt.Errorf("record %s: %w", m.Name, err)
 			}
 		}

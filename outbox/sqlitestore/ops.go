@@ -4,12 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // ListSubmissions pages through submissions newest first with a keyset cursor, so a deep
@@ -21,28 +21,11 @@ func (s *Store) ListSubmissions(ctx context.Context, f outbox.SubmissionFilter) 
 // ListDeliveriesByStatus pages through deliveries of one status (or all), latest
 // next_attempt_at first.
 func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFilter) ([]outbox.Delivery, string, error) {
-	cur, err := outbox.ParseCursor(f.Cursor)
+	p, err := storeflow.DeliveriesPage(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	limit := outbox.PageLimit(f.Limit)
-	var (
-		where []string
-		args  []any
-	)
-	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(f.Status))
-	}
-	if !cur.IsZero() {
-		where = append(where, "(next_attempt_at < ? OR (next_attempt_at = ? AND id < ?))")
-		args = append(args, micros(cur.At), micros(cur.At), cur.ID.String())
-	}
-	q := `SELECT ` + deliveryColumns + ` FROM deliveries`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY next_attempt_at DESC, id DESC LIMIT ?`
-	args = append(args, limit+1)
+	q, args := pageQuery(qDeliveriesByStatus, qDeliveriesByStatusOrder, p)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
@@ -59,7 +42,7 @@ func (s *Store) ListDeliveriesByStatus(ctx context.Context, f outbox.DeliveryFil
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
 	}
-	out, next := outbox.TrimPage(out, limit, outbox.DeliveryCursor)
+	out, next := outbox.TrimPage(out, p.Limit, outbox.DeliveryCursor)
 	return out, next, nil
 }
 
@@ -83,12 +66,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 		waiting, sending int64
 		oldest           sql.NullInt64
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT
-			(SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'failed')),
-			(SELECT COUNT(*) FROM deliveries WHERE status = 'sending'),
-			(SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= ?1),
-			(SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('pending', 'failed') AND next_attempt_at <= ?1),
-			(SELECT COUNT(*) FROM deliveries WHERE status = 'dead')`, micros(now)).
+	err := s.r.QueryRowContext(ctx, qStats, micros(now)).
 		Scan(&waiting, &sending, &st.Due, &oldest, &st.Dead)
 	if err != nil {
 		return st, fmt.Errorf("outbox stats: %w", err)
@@ -99,39 +77,12 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 }
 
 // Prune deletes one batch of expired submissions whose deliveries are all terminal
-// (cascading to deliveries and attempts), then one batch of old events. Events are taken
-// oldest id first, so the scan stops at the first young one instead of reading them all.
+// (cascading to deliveries and attempts), then one batch of old events
+// (storeflow.Prune), and then scrubs the erased bytes from the files.
 func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.PruneResult, error) {
-	var res outbox.PruneResult
-	if batch <= 0 {
-		return res, fmt.Errorf("prune: batch must be positive")
-	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id IN (
-				SELECT s.id FROM submissions s
-				WHERE s.created_at < ?1 AND NOT EXISTS (
-					SELECT 1 FROM deliveries d
-					WHERE d.submission_id = s.id AND d.status NOT IN ('sent', 'dead', 'skipped'))
-				ORDER BY s.created_at LIMIT ?2)`, micros(before), batch)
-		if err != nil {
-			return fmt.Errorf("submissions: %w", err)
-		}
-		n, err := r.RowsAffected()
-		if err != nil {
-			return err
-		}
-		res.Submissions = int(n)
-		r, err = tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (
-				SELECT id FROM events ORDER BY id LIMIT ?2) AND at < ?1`, micros(before), batch)
-		if err != nil {
-			return fmt.Errorf("events: %w", err)
-		}
-		n, err = r.RowsAffected()
-		res.Events = int(n)
-		return err
-	})
+	res, err := storeflow.Prune(ctx, flow{s}, before, batch)
 	if err != nil {
-		return outbox.PruneResult{}, fmt.Errorf("prune: %w", err)
+		return res, err
 	}
 	if res.Submissions > 0 {
 		if err := s.scrubWAL(ctx); err != nil {

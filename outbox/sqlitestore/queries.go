@@ -4,6 +4,7 @@ import (
 	"embed"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/sqlq"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 // The store's static SQL lives in queries/*.sql, one file per concept; the Go code names
@@ -14,11 +15,15 @@ var queryFiles embed.FS
 
 var queries = sqlq.MustLoad(queryFiles, "queries/*.sql")
 
-// Column lists, for the queries built at run time (ops.go, inbox.go, feedback.go).
-var (
-	submissionColumns = queries.Must("SubmissionColumns")
-	deliveryColumns   = queries.Must("DeliveryColumns")
-)
+// fq are the statements of the sequences written once in outbox/internal/storeflow
+// (flow.go runs them).
+var fq = func() (q storeflow.Queries) {
+	queries.MustFill(&q)
+	return q
+}()
+
+// pageFragments are the conditions of the filtered reads (storeflow.Page), by name.
+var pageFragments = queries.MustMap(storeflow.PageFragments)
 
 var (
 	qFindDuplicate         = queries.Must("FindDuplicate")
@@ -28,10 +33,8 @@ var (
 
 	qClaim = queries.Must("Claim")
 
-	qRenew       = queries.Must("Renew")
-	qRelease     = queries.Must("Release")
-	qRetryStatus = queries.Must("RetryStatus")
-	qRetry       = queries.Must("Retry")
+	qRenew   = queries.Must("Renew")
+	qRelease = queries.Must("Release")
 
 	qCompleteDelivery    = queries.Must("CompleteDelivery")
 	qLastAttempt         = queries.Must("LastAttempt")
@@ -43,4 +46,30 @@ var (
 	qListDeliveries = queries.Must("ListDeliveries")
 	qListAttempts   = queries.Must("ListAttempts")
 	qListEvents     = queries.Must("ListEvents")
+
+	qListFeedback     = queries.Must("ListFeedback")
+	qListSuppressions = queries.Must("ListSuppressions")
+	qIsSuppressed     = queries.Must("IsSuppressed")
+
+	qDeliveriesByStatus      = queries.Must("DeliveriesByStatus")
+	qDeliveriesByStatusOrder = queries.Must("DeliveriesByStatusOrder")
+	qStats                   = queries.Must("Stats")
+	qCheckpointWAL           = queries.Must("CheckpointWAL")
+
+	qSearchSubmissions        = queries.Must("SearchSubmissions")
+	qSearchSubmissionsOrder   = queries.Must("SearchSubmissionsOrder")
+	qSubmissionForms          = queries.Must("SubmissionForms")
+	qOverviewSubmissions      = queries.Must("OverviewSubmissions")
+	qOverviewSubmissionsGroup = queries.Must("OverviewSubmissionsGroup")
+	qOverviewDeliveries       = queries.Must("OverviewDeliveries")
+	qOverviewDeliveriesGroup  = queries.Must("OverviewDeliveriesGroup")
+	qSubmissionEvents         = queries.Must("SubmissionEvents")
+
+	qCreateMigrationsTable = queries.Must("CreateMigrationsTable")
+	qAppliedMigrations     = queries.Must("AppliedMigrations")
+	qRecordMigration       = queries.Must("RecordMigration")
+
+	qSavepoint           = queries.Must("Savepoint")
+	qRollbackToSavepoint = queries.Must("RollbackToSavepoint")
+	qReleaseSavepoint    = queries.Must("ReleaseSavepoint")
 )

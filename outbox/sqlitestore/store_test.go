@@ -86,7 +86,7 @@ func TestConcurrentAcceptsNeverFailBusy(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			sub := storetest.NewSubmission("contact", storetest.WithIdempotencyKey(fmt.Sprint("k", i)))
-			_, err := s.Accept(ctx, sub, []outbox.Delivery{storetest.NewDelivery(sub, "email", "sales@example.com")})
+			_, err := outbox.AcceptOne(ctx, s, sub, []outbox.Delivery{storetest.NewDelivery(sub, "email", "sales@example.com")})
 			errs <- err
 		})
 	}

@@ -21,7 +21,7 @@ var _ = register("AcceptWritesSubmissionDeliveriesAndEvent", func(t *testing.T, 
 		NewDelivery(sub, "email", "sales@example.com"),
 		NewDelivery(sub, "email", "ops@example.com"),
 	}
-	res, err := s.Accept(ctx, sub, ds)
+	res, err := outbox.AcceptOne(ctx, s, sub, ds)
 	if err != nil {
 		t.Fatalf("accept: %v", err)
 	}
@@ -92,7 +92,7 @@ var _ = register("AcceptRollsBackWhenADeliveryInsertFails", func(t *testing.T, s
 	sub := NewSubmission("contact", WithIdempotencyKey("k"))
 	d1 := NewDelivery(sub, "email", "sales@example.com")
 	d2 := NewDelivery(sub, "email", "sales@example.com") // violates UNIQUE(submission, route, recipient)
-	if _, err := s.Accept(ctx, sub, []outbox.Delivery{d1, d2}); err == nil {
+	if _, err := outbox.AcceptOne(ctx, s, sub, []outbox.Delivery{d1, d2}); err == nil {
 		t.Fatal("accept with two deliveries to one route and recipient succeeded, want an error")
 	}
 	if _, err := s.GetSubmission(ctx, sub.ID); !errors.Is(err, outbox.ErrNotFound) {
@@ -105,7 +105,7 @@ var _ = register("AcceptRollsBackWhenADeliveryInsertFails", func(t *testing.T, s
 		t.Errorf("events after failed accept = %d (err %v), want none", len(events), err)
 	}
 	// The key was not consumed: a correct retry of the same post is stored normally.
-	res, err := s.Accept(ctx, sub, []outbox.Delivery{d1})
+	res, err := outbox.AcceptOne(ctx, s, sub, []outbox.Delivery{d1})
 	if err != nil || res.Duplicate || res.ID != sub.ID {
 		t.Fatalf("accept after rollback = %+v, %v; want a fresh insert of %s", res, err, sub.ID)
 	}
@@ -125,7 +125,7 @@ var _ = register("AcceptConcurrentSameIdempotencyKeyStoresOne", func(t *testing.
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			results[i], errs[i] = s.Accept(ctx, subs[i], []outbox.Delivery{NewDelivery(subs[i], "email", "sales@example.com")})
+			results[i], errs[i] = outbox.AcceptOne(ctx, s, subs[i], []outbox.Delivery{NewDelivery(subs[i], "email", "sales@example.com")})
 		})
 	}
 	close(start)

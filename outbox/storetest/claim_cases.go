@@ -142,3 +142,20 @@ var _ = register("ConcurrentClaimersNeverShareARow", func(t *testing.T, s outbox
 		}
 	}
 })
+
+var _ = register("ClaimWithoutLimitOrLeaseLeasesNothing", func(t *testing.T, s outbox.Store) {
+	d := acceptDue(t, s, t0)
+	now := t0.Add(minutes(1))
+	got, err := s.Claim(testCtx(t), outbox.ClaimParams{Owner: "worker-a", Limit: 0, Lease: testLease, Now: now})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("claim with limit 0 = %v, %v; want nothing and no error", ids(got), err)
+	}
+	got, err = s.Claim(testCtx(t), outbox.ClaimParams{Owner: "worker-a", Limit: 10, Now: now})
+	if err == nil || len(got) != 0 {
+		t.Fatalf("claim without a lease = %v, %v; want an error and nothing", ids(got), err)
+	}
+	if stored := getDelivery(t, s, d.ID); stored.Status != outbox.DeliveryPending || stored.Attempts != 0 || stored.LeaseToken != "" {
+		t.Errorf("after the refused claims the delivery is %s, attempts %d, token %q; want it untouched (pending, 0, none)",
+			stored.Status, stored.Attempts, stored.LeaseToken)
+	}
+})

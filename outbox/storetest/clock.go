@@ -90,7 +90,7 @@ func completion(d outbox.Delivery, status outbox.DeliveryStatus, outcome outbox.
 func complete(t testing.TB, s outbox.Store, d outbox.Delivery, status outbox.DeliveryStatus, outcome outbox.Outcome, now time.Time, ev *outbox.Event) outbox.Completion {
 	t.Helper()
 	c := completion(d, status, outcome, now, ev)
-	if err := s.Complete(testCtx(t), c); err != nil {
+	if err := outbox.CompleteOne(testCtx(t), s, c); err != nil {
 		t.Fatalf("complete %s: %v", status, err)
 	}
 	return c

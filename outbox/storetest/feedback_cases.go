@@ -107,7 +107,7 @@ var _ = register("FeedbackReplayAndUnknownMessageWriteNothing", func(t *testing.
 	}
 	hook := completion(claimed[0], outbox.DeliverySent, outbox.OutcomeSent, t0, nil)
 	hook.ProviderMessageID = "hook-message"
-	if err := s.Complete(testCtx(t), hook); err != nil {
+	if err := outbox.CompleteOne(testCtx(t), s, hook); err != nil {
 		t.Fatalf("complete webhook: %v", err)
 	}
 	onHook := unknown

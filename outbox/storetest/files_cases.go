@@ -78,7 +78,7 @@ var _ = register("AcceptStoresFilesWithTheSubmission", func(t *testing.T, s outb
 	meta.HasContent, meta.Content = false, nil
 	sub.Files = append(sub.Files, meta)
 
-	if _, err := s.Accept(ctx, sub, []outbox.Delivery{NewDelivery(sub, "email", "hr@example.com")}); err != nil {
+	if _, err := outbox.AcceptOne(ctx, s, sub, []outbox.Delivery{NewDelivery(sub, "email", "hr@example.com")}); err != nil {
 		t.Fatalf("accept: %v", err)
 	}
 	got, err := s.SubmissionFiles(ctx, sub.ID)
@@ -109,7 +109,7 @@ var _ = register("AcceptStoresFilesWithTheSubmission", func(t *testing.T, s outb
 	}
 
 	// A second Accept of the same submission is a duplicate and writes no file twice.
-	res, err := s.Accept(ctx, sub, nil)
+	res, err := outbox.AcceptOne(ctx, s, sub, nil)
 	if err != nil || !res.Duplicate {
 		t.Fatalf("accept again = %+v, %v; want a duplicate", res, err)
 	}

@@ -22,7 +22,7 @@ var _ = register("WrongLeaseTokenIsRejectedAndWritesNothing", func(t *testing.T,
 	}
 	for _, status := range []outbox.DeliveryStatus{outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead} {
 		c := completion(wrong, status, outbox.OutcomeSent, t0.Add(time.Second), &outbox.Event{Kind: outbox.EventDeliveryDead})
-		if err := s.Complete(ctx, c); !errors.Is(err, outbox.ErrLeaseLost) {
+		if err := outbox.CompleteOne(ctx, s, c); !errors.Is(err, outbox.ErrLeaseLost) {
 			t.Errorf("complete %s with a wrong token: err = %v, want ErrLeaseLost", status, err)
 		}
 	}
@@ -85,7 +85,7 @@ var _ = register("CompleteSentRecordsAttemptAndClearsLease", func(t *testing.T, 
 		t.Errorf("attempt row differs:\n got %+v\nwant %+v", as[0], c.Attempt)
 	}
 	// The same completion again is a late duplicate: fenced off, nothing added.
-	if err := s.Complete(ctx, c); !errors.Is(err, outbox.ErrLeaseLost) {
+	if err := outbox.CompleteOne(ctx, s, c); !errors.Is(err, outbox.ErrLeaseLost) {
 		t.Errorf("second complete: err = %v, want ErrLeaseLost", err)
 	}
 	if as, _ := s.ListAttempts(ctx, d.ID); len(as) != 1 {
@@ -165,7 +165,7 @@ var _ = register("StaleWorkerIsFencedAfterReclaim", func(t *testing.T, s outbox.
 
 	// A wakes up and reports, in every way it could.
 	for _, status := range []outbox.DeliveryStatus{outbox.DeliverySent, outbox.DeliveryFailed, outbox.DeliveryDead} {
-		if err := s.Complete(ctx, completion(a, status, outbox.OutcomeTemporary, later.Add(2*time.Second), nil)); !errors.Is(err, outbox.ErrLeaseLost) {
+		if err := outbox.CompleteOne(ctx, s, completion(a, status, outbox.OutcomeTemporary, later.Add(2*time.Second), nil)); !errors.Is(err, outbox.ErrLeaseLost) {
 			t.Errorf("stale complete %s: err = %v, want ErrLeaseLost", status, err)
 		}
 	}
@@ -218,6 +218,32 @@ var _ = register("ReleaseReturnsTheDeliveryWithoutChargingAnAttempt", func(t *te
 	}
 	if as, _ := s.ListAttempts(ctx, d.ID); len(as) != 1 {
 		t.Errorf("release wrote attempts: %d rows, want 1", len(as))
+	}
+})
+
+// A release at a later time is how the worker's pacing defers a send (docs/design.md,
+// "Pacing"): the delivery is unleased at once, uncharged, and due only from that time.
+var _ = register("ReleaseAtALaterTimeDefersTheDelivery", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	acceptDue(t, s, t0)
+	d := claim(t, s, t0, 1)[0]
+	due := t0.Add(90 * time.Second)
+	if err := s.Release(ctx, d.ID, d.LeaseToken, due); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if got := getDelivery(t, s, d.ID); got.Status != outbox.DeliveryPending || got.Attempts != 0 || got.LeaseToken != "" ||
+		!got.NextAttemptAt.Equal(due) {
+		t.Errorf("deferred delivery = %s, %d attempts, lease %q, due %v; want pending, 0, none, due %v",
+			got.Status, got.Attempts, got.LeaseToken, got.NextAttemptAt, due)
+	}
+	if got := claim(t, s, due.Add(-time.Microsecond), 1); len(got) != 0 {
+		t.Fatalf("claimed %d before the deferred time", len(got))
+	}
+	if got := claim(t, s, due, 1); len(got) != 1 || got[0].ID != d.ID || got[0].Attempts != 1 {
+		t.Fatalf("claim at the deferred time = %+v, want the delivery at attempt 1", got)
+	}
+	if as, _ := s.ListAttempts(ctx, d.ID); len(as) != 0 {
+		t.Errorf("deferring wrote %d attempts, want none", len(as))
 	}
 })
 
@@ -285,7 +311,7 @@ var _ = register("CompleteChecksTheStatusAndFillsWhatIsUnset", func(t *testing.T
 	now := t0.Add(time.Second)
 
 	open := completion(d, outbox.DeliveryPending, outbox.OutcomeTemporary, now, nil)
-	if err := s.Complete(ctx, open); err == nil || errors.Is(err, outbox.ErrLeaseLost) {
+	if err := outbox.CompleteOne(ctx, s, open); err == nil || errors.Is(err, outbox.ErrLeaseLost) {
 		t.Errorf("complete to pending: err = %v, want a status error", err)
 	}
 	if got := getDelivery(t, s, d.ID); !reflect.DeepEqual(got, before) {
@@ -296,7 +322,7 @@ var _ = register("CompleteChecksTheStatusAndFillsWhatIsUnset", func(t *testing.T
 	c := completion(d, outbox.DeliveryFailed, outbox.OutcomeTemporary, now, &outbox.Event{Kind: "delivery.note"})
 	c.NextAttemptAt, c.Attempt.StartedAt, c.Attempt.FinishedAt = time.Time{}, time.Time{}, time.Time{}
 	ev := *c.Event
-	if err := s.Complete(ctx, c); err != nil {
+	if err := outbox.CompleteOne(ctx, s, c); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
 	if !reflect.DeepEqual(*c.Event, ev) {

@@ -68,7 +68,7 @@ func testCtx(t testing.TB) context.Context {
 // MustAccept accepts sub with deliveries and fails t on error.
 func MustAccept(t testing.TB, s outbox.Store, sub *outbox.Submission, deliveries ...outbox.Delivery) outbox.AcceptResult {
 	t.Helper()
-	res, err := s.Accept(testCtx(t), sub, deliveries)
+	res, err := outbox.AcceptOne(testCtx(t), s, sub, deliveries)
 	if err != nil {
 		t.Fatalf("accept: %v", err)
 	}

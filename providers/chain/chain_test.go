@@ -199,7 +199,7 @@ func TestVisitorInputCannotForgeHeadersOrScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if _, err := r.store.Accept(context.Background(), res.Submission, res.Deliveries); err != nil {
+	if _, err := outbox.AcceptOne(context.Background(), r.store, res.Submission, res.Deliveries); err != nil {
 		t.Fatal(err)
 	}
 	r.worker.Wake()

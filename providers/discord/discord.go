@@ -16,6 +16,11 @@ import (
 // Config configures the Discord provider: a timeout and a client.
 type Config = chat.Config
 
+// DefaultRate paces the posts to one webhook: Discord lets a webhook take about 5
+// requests every 2 seconds; 2/s stays under that with room for a retry. A route's `rate`
+// overrides it.
+const DefaultRate = "2/s"
+
 // New returns a Discord provider; it makes no request. It posts m.Body (rendered by
 // Render) to the webhook m.URL with wait=true, so Discord answers with the message.
 func New(cfg Config) *chat.Webhook {

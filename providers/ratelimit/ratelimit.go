@@ -125,3 +125,125 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 }
 
 var _ providers.Provider = (*Provider)(nil)
+
+// Limit is one rate a send must respect: the key names what the rate applies to (a
+// provider, a webhook URL, a chat), PerSecond is its rate (positive).
+type Limit struct {
+	Key       string
+	PerSecond float64
+}
+
+// Pacer spaces sends per key without waiting: the worker asks it before a send starts
+// (docs/design.md, "Pacing"), and a send it refuses is put back in the queue, due when
+// the pacer says, instead of holding a send slot while it waits. A refused send is given
+// a slot of its own, after the ones given before, and keeps it: when it comes back at that
+// time it is let through, however late its claim, as soon as the key's last send is an
+// interval old; sends that arrive meanwhile queue behind it. A key's rate is fixed by the first Reserve that names it. The zero value is
+// ready to use and safe for concurrent use.
+type Pacer struct {
+	mu       sync.Mutex
+	buckets  map[string]*pace
+	reserved map[string]time.Time // id of a refused send -> the slot it was given
+	swept    time.Time            // when reserved was last cleared of stale slots
+}
+
+// staleReservation is how long past its slot a refused send keeps it. The worker claims
+// a refused send again as soon as its slot comes, so one that has not come back long
+// after was claimed by another instance, retried by hand or erased.
+const staleReservation = 10 * time.Minute
+
+// pace is one key's schedule.
+type pace struct {
+	interval time.Duration
+	next     time.Time // the earliest start of the next send
+	deferred time.Time // one interval past the last slot given to a refused send
+}
+
+// Reserve decides about the send id under limits at now. A send given a slot before is
+// let through once its slot has come. Otherwise, when every key is free (no send within
+// its interval, no refused one waiting), it takes a slot at now and reports true; else it
+// takes none and returns false and the slot the send is given: the latest of the keys'
+// next free times and their last given slots. With no limits it always reports true.
+func (p *Pacer) Reserve(id string, limits []Limit, now time.Time) (bool, time.Time) {
+	if len(limits) == 0 {
+		return true, now
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.buckets == nil {
+		p.buckets = make(map[string]*pace)
+		p.reserved = make(map[string]time.Time)
+	}
+	paces := make([]*pace, len(limits))
+	for i, l := range limits {
+		b := p.buckets[l.Key]
+		if b == nil {
+			b = &pace{interval: time.Duration(float64(time.Second) / l.PerSecond)}
+			p.buckets[l.Key] = b
+		}
+		paces[i] = b
+	}
+	if slot, ok := p.reserved[id]; ok {
+		// Its slot has come, but sends are still an interval apart: two refused sends
+		// whose claims both came late go one interval after the other, not together.
+		at := slot
+		for _, b := range paces {
+			at = latest(at, b.next)
+		}
+		if at.After(now) {
+			if at != slot {
+				p.reserved[id] = at
+				for _, b := range paces {
+					b.deferred = latest(b.deferred, at.Add(b.interval))
+				}
+			}
+			return false, at
+		}
+		delete(p.reserved, id)
+		for _, b := range paces {
+			b.next = latest(b.next, now.Add(b.interval))
+		}
+		return true, now
+	}
+	at := now
+	for _, b := range paces {
+		at = latest(at, latest(b.next, b.deferred))
+	}
+	if !at.After(now) {
+		for _, b := range paces {
+			b.next = now.Add(b.interval)
+		}
+		return true, now
+	}
+	// Only the keys that set the slot move their queue on, so a key that is merely
+	// shared (a Telegram bot across its chats) is not pushed back by one busy chat's.
+	for _, b := range paces {
+		if !latest(b.next, b.deferred).Before(at) {
+			b.deferred = at.Add(b.interval)
+		}
+	}
+	p.reserved[id] = at
+	p.sweep(now)
+	return false, at
+}
+
+// sweep forgets, at most once a minute, the slots that stayed unclaimed past
+// staleReservation.
+func (p *Pacer) sweep(now time.Time) {
+	if now.Sub(p.swept) < time.Minute {
+		return
+	}
+	p.swept = now
+	for id, slot := range p.reserved {
+		if now.Sub(slot) > staleReservation {
+			delete(p.reserved, id)
+		}
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

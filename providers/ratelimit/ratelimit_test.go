@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,5 +125,67 @@ func TestEndedWaitHandsBackAFreeSlot(t *testing.T) {
 	done := startWaits(t, b, clock, 1)
 	if got := len(done); got != 1 {
 		t.Fatal("the next send waited for the slot an ended wait never used")
+	}
+}
+
+// TestPacerSpreadsWhatItRefuses: a Pacer takes a key's slot when it is free; what it
+// refuses gets slots one interval apart, in the order refused, and keeps its slot: it is
+// let through when it comes back at or after it (however late) once the key's last send
+// is an interval old, refused if early, and a new send queues behind it. A key shared with a busy one (a Telegram bot across chats)
+// is not pushed back by the busy key's queue.
+func TestPacerSpreadsWhatItRefuses(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	var p ratelimit.Pacer
+	email := []ratelimit.Limit{{Key: "email", PerSecond: 2}}
+	if ok, _ := p.Reserve("0", email, t0); !ok {
+		t.Fatal("the first send was refused")
+	}
+	for i := 1; i <= 3; i++ {
+		ok, at := p.Reserve(fmt.Sprint(i), email, t0)
+		if want := ms(500 * i); ok || !at.Equal(want) {
+			t.Fatalf("send %d: %v, slot %v; want refused, slot %v", i, ok, at, want)
+		}
+	}
+	if ok, _ := p.Reserve("1", email, ms(500)); !ok {
+		t.Fatal("send 1 refused at its slot")
+	}
+	if ok, at := p.Reserve("4", email, ms(500)); ok || !at.Equal(ms(2000)) {
+		t.Fatalf("a new send at 0.5s: %v, slot %v; want refused, behind the queue (2s)", ok, at)
+	}
+	if ok, at := p.Reserve("3", email, ms(1000)); ok || !at.Equal(ms(1500)) {
+		t.Fatalf("send 3 back early: %v, slot %v; want refused, its slot kept (1.5s)", ok, at)
+	}
+	if ok, _ := p.Reserve("2", email, ms(1300)); !ok {
+		t.Fatal("send 2 refused when its claim came late")
+	}
+	// Send 3's slot (1.5s) has come, but send 2 went only 0.2s ago: it waits until the
+	// interval since send 2 is over, and a new send still queues behind the queue.
+	if ok, at := p.Reserve("3", email, ms(1500)); ok || !at.Equal(ms(1800)) {
+		t.Fatalf("send 3 at its slot, 0.2s after send 2: %v, slot %v; want refused, slot 1.8s", ok, at)
+	}
+	if ok, _ := p.Reserve("3", email, ms(1800)); !ok {
+		t.Fatal("send 3 refused at its moved slot")
+	}
+	if ok, at := p.Reserve("6", email, ms(1800)); ok || !at.Equal(ms(2500)) {
+		t.Fatalf("a new send at 1.8s: %v, slot %v; want refused, behind send 4 (2.5s)", ok, at)
+	}
+	if ok, _ := p.Reserve("5", nil, t0); !ok {
+		t.Fatal("a send with no limits was refused")
+	}
+
+	bot := ratelimit.Limit{Key: "bot", PerSecond: 30}
+	chatA := []ratelimit.Limit{bot, {Key: "chat A", PerSecond: 1}}
+	chatB := []ratelimit.Limit{bot, {Key: "chat B", PerSecond: 1}}
+	if ok, _ := p.Reserve("a0", chatA, t0); !ok {
+		t.Fatal("chat A's first send was refused")
+	}
+	for i := range 5 {
+		if ok, _ := p.Reserve(fmt.Sprint("a", i+1), chatA, t0); ok {
+			t.Fatal("chat A sent twice within its second")
+		}
+	}
+	if ok, at := p.Reserve("b0", chatB, ms(100)); !ok {
+		t.Fatalf("chat B refused (slot %v) behind chat A's queue on the shared bot", at)
 	}
 }

@@ -5,6 +5,7 @@ package resend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,7 +100,7 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 	if err != nil || len(to) == 0 {
 		return res, &providers.Error{Class: providers.Permanent, Code: "bad_recipient", Err: errors.New("recipient is not an email address")}
 	}
-	req := &resendsdk.SendEmailRequest{From: p.from, Subject: providers.APIText(m.Subject), Text: m.Text, Html: m.HTML}
+	req := &resendsdk.SendEmailRequest{From: cmp.Or(m.From, p.from), Subject: providers.APIText(m.Subject), Text: m.Text, Html: m.HTML}
 	for _, a := range m.Attachments {
 		req.Attachments = append(req.Attachments, &resendsdk.Attachment{Filename: a.Name, Content: a.Content, ContentType: a.ContentType})
 	}

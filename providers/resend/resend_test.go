@@ -147,3 +147,16 @@ func TestHeaderValuesReachClientsSafely(t *testing.T) {
 		headertest.Check(t, c, sent[i].Email.Subject, sent[i].Email.ReplyTo)
 	}
 }
+
+func TestMessageFromReplacesTheConfiguredSender(t *testing.T) {
+	fake := resendfake.New()
+	defer fake.Close()
+	m := message()
+	m.From = "Example Ltd <hello@example.com>"
+	if _, err := newResend(t, fake, 0).Send(context.Background(), m); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if e := fake.Emails(); len(e) != 1 || e[0].Email.From != m.From {
+		t.Fatalf("emails = %+v, want one from %q", e, m.From)
+	}
+}

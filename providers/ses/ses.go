@@ -5,6 +5,7 @@
 package ses
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,7 @@ func (p *Provider) input(m providers.Message) (*sesv2.SendEmailInput, *providers
 		return nil, &providers.Error{Class: providers.Permanent, Code: "bad_recipient", Err: errors.New("recipient is not an email address")}
 	}
 	in := &sesv2.SendEmailInput{
-		FromEmailAddress: aws.String(p.from),
+		FromEmailAddress: aws.String(cmp.Or(m.From, p.from)),
 		Destination:      &types.Destination{ToAddresses: addresses(to)},
 		Content: &types.EmailContent{Simple: &types.Message{
 			Subject: &types.Content{Data: aws.String(providers.APIText(m.Subject)), Charset: aws.String("UTF-8")},
@@ -160,7 +161,7 @@ func (p *Provider) input(m providers.Message) (*sesv2.SendEmailInput, *providers
 	if len(m.Attachments) > 0 {
 		// Simple content has no attachments: the whole message goes as raw MIME, built
 		// as the SMTP and file providers build it (providers/internal/mimemsg).
-		from, err := mimemsg.ParseFrom(p.from)
+		from, err := mimemsg.ParseFrom(cmp.Or(m.From, p.from))
 		if err != nil {
 			return nil, &providers.Error{Class: providers.Permanent, Code: "bad_from", Err: err}
 		}

@@ -209,3 +209,16 @@ func TestHeaderValuesReachClientsSafely(t *testing.T) {
 		headertest.Check(t, c, sent[i].Email.Content.Simple.Subject.Data, rt)
 	}
 }
+
+func TestMessageFromReplacesTheConfiguredSender(t *testing.T) {
+	fake := sesfake.New()
+	defer fake.Close()
+	m := message()
+	m.From = "Example Ltd <hello@example.com>"
+	if _, err := newSES(t, fake, 0).Send(context.Background(), m); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if sent := fake.Sent(); len(sent) != 1 || sent[0].Email.FromEmailAddress != m.From {
+		t.Fatalf("sent = %+v, want one from %q", sent, m.From)
+	}
+}

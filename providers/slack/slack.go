@@ -13,6 +13,10 @@ import (
 // Config configures the Slack provider: a timeout and a client.
 type Config = chat.Config
 
+// DefaultRate paces the posts to one incoming webhook: Slack allows about one message a
+// second per webhook (its rate-limits documentation); a route's `rate` overrides it.
+const DefaultRate = "1/s"
+
 // New returns a Slack provider; it makes no request. It posts m.Body (rendered by
 // Render) to the webhook m.URL.
 func New(cfg Config) *chat.Webhook {

@@ -5,8 +5,8 @@ import (
 	"net"
 )
 
-// CheckTLS accepts the TLS modes of Config.TLS. The Caddyfile parser (caddyfile_email.go
-// in the root package) runs it on the tls line, so a typo is reported at that line.
+// CheckTLS accepts the TLS modes of Config.TLS. The Caddyfile parser
+// (internal/caddyconf/caddyfile_email.go) runs it on the tls line, so a typo is reported at that line.
 func CheckTLS(mode string) error {
 	switch mode {
 	case StartTLS, Implicit, NoTLS:

@@ -13,6 +13,13 @@ import (
 // Config configures the Teams provider: a timeout and a client.
 type Config = chat.Config
 
+// DefaultRate paces the posts to one Teams webhook. Microsoft gives no fixed number for
+// workflow webhooks and says its limits change (Teams platform, "Optimize your bot with
+// rate limiting"); its Graph guidance allows 2 channel messages a second per app and 4
+// requests a second per channel, and its connector limits add caps per hour: one a
+// second is the conservative pace. A route's `rate` overrides it.
+const DefaultRate = "1/s"
+
 // New returns a Teams provider; it makes no request. It posts m.Body (rendered by
 // Render) to the webhook m.URL.
 func New(cfg Config) *chat.Webhook {

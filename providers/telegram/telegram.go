@@ -20,6 +20,14 @@ import (
 // DefaultEndpoint is the Bot API's base URL.
 const DefaultEndpoint = "https://api.telegram.org"
 
+// DefaultRate paces the messages to one chat: Telegram's Bot FAQ asks bots to send no
+// more than one message a second to a chat. The `rate` of a telegram route overrides it.
+const DefaultRate = "1/s"
+
+// BotRate is the pace of all the messages of one bot, across its chats: the Bot FAQ's
+// limit of about 30 messages a second per bot.
+const BotRate = 30.0
+
 // Bot is one bot's credentials and where its API lives.
 type Bot struct {
 	// Token is the bot token (123456:ABC...). A secret.

@@ -266,7 +266,7 @@ func runPgbench(cfg *config, schema string, conns int, dur time.Duration) (point
 }
 
 // perRequestAccept is the store's own one-commit-per-request rate: conns goroutines
-// calling Store.Accept (no group commit, no HTTP) for dur.
+// calling outbox.AcceptOne (no group commit, no HTTP) for dur.
 func perRequestAccept(s outbox.Store, conns int, dur time.Duration) point {
 	var (
 		n, errs atomic.Int64
@@ -284,7 +284,7 @@ func perRequestAccept(s outbox.Store, conns int, dur time.Duration) point {
 			for time.Now().Before(stop) {
 				sub, ds := benchSubmission(time.Now())
 				t := time.Now()
-				if _, err := s.Accept(context.Background(), sub, ds); err != nil {
+				if _, err := outbox.AcceptOne(context.Background(), s, sub, ds); err != nil {
 					errs.Add(1)
 					continue
 				}

@@ -263,7 +263,7 @@ func commitToSend(ctx context.Context, cfg *config, notify bool) (time.Duration,
 		// makes sure the worker can never see the row without its entry.
 		committed[sub.ID] = time.Now().Add(time.Hour)
 		mu.Unlock()
-		if _, err := producer.Accept(ctx, sub, ds); err != nil {
+		if _, err := outbox.AcceptOne(ctx, producer, sub, ds); err != nil {
 			return 0, 0, err
 		}
 		mu.Lock()

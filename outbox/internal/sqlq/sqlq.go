@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"fmt"
 	"io/fs"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -139,6 +140,35 @@ func (s *Set) Must(name string) string {
 	}
 	s.used[name] = true
 	return q
+}
+
+// MustFill sets every string field of the struct dst points to to the query named like
+// the field (Must for each), so a set of queries several stores must all supply is
+// named once, by a struct type. It panics as Must does, and when dst is not a pointer to
+// a struct of strings.
+func (s *Set) MustFill(dst any) {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		panic(fmt.Sprintf("sqlq: MustFill needs a pointer to a struct, not %T", dst))
+	}
+	v = v.Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Type.Kind() != reflect.String || !f.IsExported() {
+			panic(fmt.Sprintf("sqlq: MustFill: field %s of %s is not an exported string", f.Name, v.Type()))
+		}
+		v.Field(i).SetString(s.Must(f.Name))
+	}
+}
+
+// MustMap returns the queries called names by name, each asked for with Must: for a
+// store that picks among a known set of queries by name at run time.
+func (s *Set) MustMap(names []string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = s.Must(n)
+	}
+	return m
 }
 
 // Unused lists, sorted, the queries neither Must nor an include asked for: dead SQL, or

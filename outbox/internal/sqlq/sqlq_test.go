@@ -72,3 +72,39 @@ func TestMustLoadPanicsOnABadFile(t *testing.T) {
 	}()
 	MustLoad(file("-- name: A\nx\n-- name: A\ny\n"), "queries/*.sql")
 }
+
+func TestMustFillSetsEachFieldToItsQuery(t *testing.T) {
+	s, err := Load(file("-- name: Get\nSELECT 1\n\n-- name: Put\nINSERT INTO t VALUES (1)\n\n-- name: Other\nSELECT 2\n"), "queries/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct{ Get, Put string }
+	s.MustFill(&q)
+	if q.Get != "SELECT 1" || q.Put != "INSERT INTO t VALUES (1)" {
+		t.Errorf("filled %+v", q)
+	}
+	if got := s.Unused(); len(got) != 1 || got[0] != "Other" {
+		t.Errorf("unused = %v, want [Other]: the filled queries count as used", got)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "Missing") {
+			t.Errorf("MustFill with a field no query is named like: recovered %v, want a panic naming Missing", r)
+		}
+	}()
+	var missing struct{ Get, Missing string }
+	s.MustFill(&missing)
+}
+
+func TestMustMapHoldsTheNamedQueries(t *testing.T) {
+	s, err := Load(file("-- name: A\nSELECT 1\n\n-- name: B\nSELECT 2\n\n-- name: C\nSELECT 3\n"), "queries/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.MustMap([]string{"A", "C"})
+	if len(m) != 2 || m["A"] != "SELECT 1" || m["C"] != "SELECT 3" {
+		t.Errorf("MustMap = %v", m)
+	}
+	if got := s.Unused(); len(got) != 1 || got[0] != "B" {
+		t.Errorf("unused = %v, want [B]", got)
+	}
+}

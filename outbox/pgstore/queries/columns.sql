@@ -1,6 +1,5 @@
 -- The column lists of the tables, in the order scanSubmission, scanDelivery and
--- scanAttempt (read.go) read them. Every query below includes them; dynamic queries
--- (ops.go, feedback.go) take deliveryColumns from the Go variable of that name.
+-- scanAttempt (read.go) read them. Every query of the other files includes them.
 
 -- name: SubmissionColumns
 -- The submission columns Accept writes (then unbound_key).

@@ -15,11 +15,3 @@ UPDATE deliveries SET
 		next_attempt_at = $3,
 		updated_at = $3
 	WHERE id = $1 AND status = 'sending' AND lease_token = $2 AND lease_token <> ''
-
--- name: Retry
-UPDATE deliveries SET status = 'pending', attempts = 0,
-		next_attempt_at = $2, updated_at = $2
-	WHERE id = $1 AND status IN ('dead', 'failed')
-
--- name: DeliveryExists
-SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)

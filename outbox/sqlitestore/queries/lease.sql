@@ -16,11 +16,3 @@ UPDATE deliveries SET
 		next_attempt_at = ?1,
 		updated_at = ?1
 	WHERE id = ?2 AND status = 'sending' AND lease_token = ?3 AND lease_token <> ''
-
--- name: RetryStatus
-SELECT status FROM deliveries WHERE id = ?
-
--- name: Retry
--- ?1 now, ?2 id.
-UPDATE deliveries SET status = 'pending', attempts = 0,
-	next_attempt_at = ?1, updated_at = ?1 WHERE id = ?2

@@ -40,13 +40,20 @@ func MessageID(id string, from *mail.Address) string {
 	return "<" + id + "@" + domain + ">"
 }
 
-// Build renders m as sent by from, dated now. It refuses a line break or NUL in any
+// Build renders m as sent by from (m.From instead when set), dated now. It refuses a line break or NUL in any
 // header value (To, Reply-To, Subject) and a missing or unparseable recipient; the
 // header values are cleaned, encoded and folded by the rules in providers/headers.go.
 func Build(from *mail.Address, m providers.Message, now time.Time) (*Built, error) {
 	m, perr := providers.PrepareHeaders(m)
 	if perr != nil {
 		return nil, perr
+	}
+	if m.From != "" {
+		f, err := ParseFrom(m.From)
+		if err != nil {
+			return nil, fmt.Errorf("header From: %w", err)
+		}
+		from = f
 	}
 	if m.To == "" {
 		return nil, errors.New("no recipient")

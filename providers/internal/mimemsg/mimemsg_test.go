@@ -147,3 +147,21 @@ func TestReplyToNonASCIIAddresses(t *testing.T) {
 		t.Errorf("Reply-To for böb@x.test = %q, want no Reply-To header", got)
 	}
 }
+
+func TestMessageFromReplacesTheConfiguredSender(t *testing.T) {
+	m := providers.Message{ID: "0190d0c4-7a1b-7c3e-9f00-00000000000b", To: "ada@example.org", Text: "hi",
+		From: "Example Ltd <hello@example.com>"}
+	_, msg := build(t, m)
+	if got := msg.Header.Get("From"); got != `"Example Ltd" <hello@example.com>` {
+		t.Errorf("From = %q, want the message's sender", got)
+	}
+	if got := msg.Header.Get("Message-ID"); got != "<"+m.ID+"@example.com>" {
+		t.Errorf("Message-ID = %q, want the message's sender's domain", got)
+	}
+	for _, bad := range []string{"Evil <a@example.com>\r\nBcc: victim@example.net", "not an address"} {
+		m.From = bad
+		if _, err := mimemsg.Build(from, m, time.Now()); err == nil {
+			t.Errorf("From %q: built, want an error", bad)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import (
 	"encoding/json"
@@ -7,16 +7,16 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/digest"
 )
 
-// parseGlobalOption sets up the App from the global option block:
+// ParseApp reads the global option block into a (the root's App.UnmarshalCaddyfile):
 //
 //	form_outbox {
 //		storage sqlite [PATH]                  # default: <data dir>/form_outbox/outbox.db
@@ -48,22 +48,7 @@ import (
 //		inbox_url URL                          # emails link to the submission in the inbox
 //		files_url URL [TTL]                    # signed file links in webhooks and chat (form_outbox_files)
 //	}
-func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
-	if existing != nil {
-		return nil, d.Err("the form_outbox global option may appear only once")
-	}
-	app := new(App)
-	if err := app.UnmarshalCaddyfile(d); err != nil {
-		return nil, err
-	}
-	return httpcaddyfile.App{
-		Name:  AppName,
-		Value: caddyconfig.JSON(app, nil),
-	}, nil
-}
-
-// UnmarshalCaddyfile reads the global option block; see parseGlobalOption for the syntax.
-func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func ParseApp(d *caddyfile.Dispenser, a *App) error {
 	d.Next() // the option name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -200,7 +185,8 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 	return rc, nil
 }
 
-// parseDirective sets up the handler from the `form_outbox` directive:
+// ParseFormDirective reads the `form_outbox` directive into handler and returns its
+// matcher set (the root's parseDirective makes the route):
 //
 //	form_outbox [<matcher>] {
 //		form NAME                              # default: the matcher's path, e.g. /contact -> contact
@@ -218,19 +204,22 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //			attach [SIZE]                      # attach uploaded files up to SIZE in all (default 10MiB)
 //			body_text FILE                     # a Go text/template (intake.TemplateData); default built in
 //			body_html FILE                     # a Go html/template; read and parsed at provision
+//			digest hourly|daily at HH:MM [TZ]|weekly WEEKDAY HH:MM [TZ]|every DURATION
+//			                                   # one e-mail per period instead of one per submission
 //		}
 //		notify webhook URL {
 //			secret SECRET                      # whsec_...; placeholders like {env.X} allowed
 //			header NAME VALUE                  # extra header, repeatable; {env.X} allowed
+//			rate N/s|N/m|off                   # send pace to this URL; default off
 //		}
-//		notify telegram CHAT_ID { token SECRET; endpoint URL }   # see parseChatNotify
-//		notify slack|discord|teams URL
+//		notify telegram CHAT_ID { token SECRET; endpoint URL; rate R }   # see parseChatNotify
+//		notify slack|discord|teams URL { rate R }
 //		(every notify block also takes `when field ...` guards and `fallback`; see parseRouteOption)
 //	}
 //
 // It is registered with RegisterDirective rather than RegisterHandlerDirective because it
 // needs the matcher to name the form.
-func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+func ParseFormDirective(h httpcaddyfile.Helper, handler *intake.Config) (caddy.ModuleMap, error) {
 	if !h.Next() {
 		return nil, h.ArgErr()
 	}
@@ -238,8 +227,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 	if err != nil {
 		return nil, err
 	}
-	handler := new(Handler)
-	if err := handler.UnmarshalCaddyfile(h.Dispenser); err != nil {
+	if err := ParseForm(h.Dispenser, handler); err != nil {
 		return nil, err
 	}
 	if handler.Form == "" {
@@ -251,7 +239,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 		}
 		handler.Form = name
 	}
-	return h.NewRoute(matcherSet, handler), nil
+	return matcherSet, nil
 }
 
 // formPathSegment is what a form name derived from a path may look like.
@@ -279,9 +267,9 @@ func formFromMatcher(set caddy.ModuleMap) (string, bool) {
 	return seg, true
 }
 
-// UnmarshalCaddyfile reads the directive's block; see parseDirective for the syntax. The
+// ParseForm reads the directive's block; see ParseFormDirective for the syntax. The
 // matcher token, if any, has already been removed from d.
-func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func ParseForm(d *caddyfile.Dispenser, h *intake.Config) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -315,13 +303,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxFieldLength, err = positiveIntLine(d)
 		case "mode": // the older name of `schema`
 			h.Mode, err = oneOfArg(d, intake.ModeEnforce, intake.ModeMonitor)
+		case "autoreply":
+			h.Autoreply, err = parseAutoreply(d, h.Autoreply)
 		case "notify":
 			var r intake.Route
 			r, err = parseNotify(d)
 			h.Routes = append(h.Routes, r)
 		default:
 			var ok bool
-			if ok, err = h.unmarshalDefence(d, opt); !ok {
+			if ok, err = unmarshalDefence(d, h, opt); !ok {
 				err = d.Errf("unknown subdirective %q", opt)
 			}
 		}
@@ -432,6 +422,10 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 				if r.BodyHTML, err = singleArg(d); err != nil {
 					return r, err
 				}
+			case "digest":
+				if r.Digest, err = digestArgs(d); err != nil {
+					return r, err
+				}
 			default:
 				if ok, err := parseRouteOption(d, &r); !ok {
 					return r, d.Errf("notify email: unknown option %q", opt)
@@ -464,6 +458,12 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 				if err := parseWebhookHeader(d, &r); err != nil {
 					return r, err
 				}
+			case "rate":
+				rate, err := rateArg(d)
+				if err != nil {
+					return r, err
+				}
+				r.Rate = rate
 			default:
 				if ok, err := parseRouteOption(d, &r); !ok {
 					return r, d.Errf("notify webhook: unknown option %q", opt)
@@ -478,6 +478,16 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 		return r, d.Errf("notify: unknown channel %q (want email, webhook, telegram, slack, discord or teams)", ch)
 	}
 	return r, nil
+}
+
+// digestArgs reads `digest SCHEDULE...` (outbox/digest.Parse), reporting a bad schedule
+// at its line.
+func digestArgs(d *caddyfile.Dispenser) (string, error) {
+	spec := strings.Join(d.RemainingArgs(), " ")
+	if _, err := digest.Parse(spec); err != nil {
+		return "", d.Errf("notify email: digest: %v", err)
+	}
+	return spec, nil
 }
 
 func singleArg(d *caddyfile.Dispenser) (string, error) {
@@ -558,9 +568,3 @@ func onOffArg(d *caddyfile.Dispenser) (bool, error) {
 	}
 	return false, d.Errf("%s: want on or off, got %q", opt, s)
 }
-
-// Interface guards.
-var (
-	_ caddyfile.Unmarshaler = (*App)(nil)
-	_ caddyfile.Unmarshaler = (*Handler)(nil)
-)

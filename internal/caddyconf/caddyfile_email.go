@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import (
 	"net/mail"
@@ -98,7 +98,7 @@ func parseEmail(d *caddyfile.Dispenser) (*EmailConfig, error) {
 		return nil, d.Errf("email: file is for development and cannot be combined with ses, resend or smtp")
 	}
 	if provider != nil && ec.From == "" {
-		return nil, provider.Errf("email %s: %s", provider.Val(), errFromRequired)
+		return nil, provider.Errf("email %s: %s", provider.Val(), ErrFromRequired)
 	}
 	return ec, nil
 }

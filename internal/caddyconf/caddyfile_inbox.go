@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import (
 	"encoding/json"
@@ -11,12 +11,8 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/intake"
 )
 
-func init() {
-	httpcaddyfile.RegisterDirective("form_outbox_inbox", parseInboxDirective)
-	httpcaddyfile.RegisterDirectiveOrder("form_outbox_inbox", httpcaddyfile.Before, "respond")
-}
-
-// parseInboxDirective sets up the operator's inbox:
+// ParseInboxDirective reads the operator's inbox directive into ih and returns its
+// matcher set (the root's parseInboxDirective makes the route):
 //
 //	form_outbox_inbox /inbox* {
 //		forms NAME...                      # which forms it shows (default: all)
@@ -28,7 +24,7 @@ func init() {
 //
 // It is registered with RegisterDirective because the matcher gives the base path. Put
 // basic_auth (or forward_auth) on the same paths: without one, the inbox answers 403.
-func parseInboxDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+func ParseInboxDirective(h httpcaddyfile.Helper, ih *Inbox) (caddy.ModuleMap, error) {
 	if !h.Next() {
 		return nil, h.ArgErr()
 	}
@@ -36,8 +32,7 @@ func parseInboxDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, e
 	if err != nil {
 		return nil, err
 	}
-	ih := new(InboxHandler)
-	if err := ih.UnmarshalCaddyfile(h.Dispenser); err != nil {
+	if err := ParseInbox(h.Dispenser, ih); err != nil {
 		return nil, err
 	}
 	if ih.BasePath == "" {
@@ -49,7 +44,7 @@ func parseInboxDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, e
 		}
 		ih.BasePath = base
 	}
-	return h.NewRoute(matcherSet, ih), nil
+	return matcherSet, nil
 }
 
 // inboxBaseFromMatcher reads /inbox* (or /inbox/*) as the base path /inbox.
@@ -68,8 +63,8 @@ func inboxBaseFromMatcher(set caddy.ModuleMap) (string, bool) {
 	return base, true
 }
 
-// UnmarshalCaddyfile reads the directive's block; see parseInboxDirective.
-func (ih *InboxHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+// ParseInbox reads the directive's block; see ParseInboxDirective.
+func ParseInbox(d *caddyfile.Dispenser, ih *Inbox) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -114,8 +109,6 @@ func (ih *InboxHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
-
-var _ caddyfile.Unmarshaler = (*InboxHandler)(nil)
 
 // parseInboxURL reads the global `inbox_url URL`: an absolute http(s) URL, since it
 // goes into emails read far from this server.

@@ -1,25 +1,12 @@
-package formoutbox
+package caddyconf
 
 import (
 	"regexp"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
-func init() {
-	httpcaddyfile.RegisterHandlerDirective("form_outbox_feedback", parseFeedbackDirective)
-	httpcaddyfile.RegisterDirectiveOrder("form_outbox_feedback", httpcaddyfile.Before, "respond")
-}
-
-func parseFeedbackDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	fh := new(FeedbackHandler)
-	err := fh.UnmarshalCaddyfile(h.Dispenser)
-	return fh, err
-}
-
-// UnmarshalCaddyfile sets up the feedback handler:
+// ParseFeedback reads the feedback handler's directive into fh:
 //
 //	form_outbox_feedback [MATCHER] {
 //		sns {
@@ -31,7 +18,7 @@ func parseFeedbackDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		}
 //		suppress on|off                        # default on
 //	}
-func (fh *FeedbackHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func ParseFeedback(d *caddyfile.Dispenser, fh *Feedback) error {
 	d.Next() // directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -102,5 +89,3 @@ func (fh *FeedbackHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
-
-var _ caddyfile.Unmarshaler = (*FeedbackHandler)(nil)

@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -14,10 +14,12 @@ import (
 //		token SECRET                       # the bot token; use a placeholder like {env.TELEGRAM_TOKEN}
 //		endpoint URL                       # default https://api.telegram.org
 //		text FILE                          # a Go text/template in the target's markup; values escaped
+//		rate N/s|N/m|off                   # send pace to this chat; default 1/s (the bot: 30/s)
 //		(when, fallback: see parseRouteOption)
 //	}
 //	notify slack|discord|teams URL {       # the incoming webhook / workflow URL, a credential
 //		text FILE
+//		rate N/s|N/m|off                   # send pace to this URL; default slack 1/s, discord 2/s, teams 1/s
 //		(when, fallback: see parseRouteOption)
 //	}
 func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, error) {
@@ -56,6 +58,8 @@ func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, e
 			}
 		case opt == "text":
 			r.Text, err = singleArg(d)
+		case opt == "rate":
+			r.Rate, err = rateArg(d)
 		default:
 			var ok bool
 			if ok, err = parseRouteOption(d, &r); !ok {

@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import (
 	"strconv"
@@ -28,7 +28,7 @@ import (
 //	max_unknown_fields N                   # fields beyond the spec kept; default 20
 //	max_unknown_length N                   # their length cap; default 2000
 //	dedupe DURATION|off                    # double-post window; default 10s
-func (h *Handler) unmarshalDefence(d *caddyfile.Dispenser, opt string) (bool, error) {
+func unmarshalDefence(d *caddyfile.Dispenser, h *intake.Config, opt string) (bool, error) {
 	var err error
 	switch opt {
 	case "allowed_origins":

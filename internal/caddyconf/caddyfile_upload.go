@@ -1,6 +1,10 @@
-package formoutbox
+package caddyconf
 
 import (
+	"fmt"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 
@@ -49,4 +53,36 @@ func parseFileField(d *caddyfile.Dispenser, f intake.FieldSpec) (intake.FieldSpe
 		return f, d.Err(err.Error())
 	}
 	return f, nil
+}
+
+// parseFilesURL reads the global `files_url URL [TTL]`.
+func parseFilesURL(d *caddyfile.Dispenser, a *App) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	v := d.Val()
+	if err := CheckFilesURL(v); err != nil {
+		return d.Errf("files_url %v", err)
+	}
+	a.FilesURL = strings.TrimRight(v, "/")
+	if d.NextArg() {
+		ttl, err := caddy.ParseDuration(d.Val())
+		if err != nil || ttl <= 0 {
+			return d.Errf("files_url: %q is not a duration like 72h", d.Val())
+		}
+		a.FilesURLTTL = caddy.Duration(ttl)
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// CheckFilesURL accepts what inbox_url accepts (intake.CheckInboxURL): an absolute
+// http(s) URL without query or fragment, since it goes into messages read elsewhere.
+func CheckFilesURL(v string) error {
+	if intake.CheckInboxURL(v) != nil {
+		return fmt.Errorf("%q: want an absolute http(s) URL without query, such as https://example.com/files", v)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package formoutbox
+package caddyconf
 
 import "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
