@@ -42,6 +42,7 @@ type App struct {
 	acceptor  *outbox.Acceptor // takes every handler's submissions: store or spool
 	worker    *outbox.Worker
 	ipHashKey []byte
+	filesKey  []byte // signs file links (files_handler.go)
 	from      string
 	mailDir   string
 
@@ -109,6 +110,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ipHashKey, err = loadIPHashKey()
 	if err != nil {
 		return err
+	}
+	if a.FilesURL != "" {
+		if err := caddyconf.CheckFilesURL(a.FilesURL); err != nil {
+			return fmt.Errorf("form_outbox: files_url %v", err)
+		}
+		if a.filesKey, err = loadFilesKey(); err != nil {
+			return err
+		}
 	}
 
 	sender, err := a.buildSender()

@@ -41,6 +41,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	h.IPHashKey = h.app.ipHashKey
 	h.InboxURL = h.app.InboxURL
+	h.FileURL = h.app.fileURL()
 	h.ClientIP = caddyClientIP
 	h.EmailAttempts, h.WebhookAttempts = h.app.Attempts()
 

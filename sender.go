@@ -22,7 +22,7 @@ func (a *App) buildSender() (outbox.Sender, error) {
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	a.emailProviderName = email.Name()
-	return senders.New(email, &a.registry, a.feedbackStore)
+	return senders.New(email, &a.registry, a.feedbackStore, a.fileStore)
 }
 
 // buildPacer paces the worker's sends (docs/design.md, "Pacing"): e-mail at the rate of

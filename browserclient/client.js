@@ -177,6 +177,9 @@
   function submit(ev) {
     var f = ev.target;
     if (!f.matches || !f.matches("form[data-form-outbox]")) return;
+    // A form with a chosen file is posted by the browser itself, as multipart: a file
+    // cannot wait in localStorage for a retry, and the client must never drop it.
+    if ([].some.call(f.querySelectorAll("input[type=file]"), function (i) { return i.files && i.files.length; })) return;
     ev.preventDefault();
     saveDraft(f);
     var id = formID(f), all = pending(), key;

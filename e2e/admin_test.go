@@ -355,7 +355,7 @@ func TestAdminAPIAndCLI(t *testing.T) {
 	// Export as CSV and NDJSON through the API and the CLI.
 	code, body := p.admin(t, http.MethodGet, "/form_outbox/export?format=csv&form=contact")
 	rows := strings.Split(strings.TrimSpace(body), "\n")
-	if code != 200 || len(rows) != 2 || rows[0] != "id,created_at,form,status,reason,test,origin,referer,user_agent,data" || !strings.HasPrefix(rows[1], quarantined+",") {
+	if code != 200 || len(rows) != 2 || rows[0] != "id,created_at,form,status,reason,test,origin,referer,user_agent,data,files" || !strings.HasPrefix(rows[1], quarantined+",") {
 		t.Errorf("csv export = %d\n%s", code, body)
 	}
 	out = p.cli(t, true, "export", "--form", "hook")

@@ -36,7 +36,7 @@ func TestAdminCSVExportNeutralisesFormulaCells(t *testing.T) {
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("csv export: %d rows (err %v)\n%s", len(rows), err, body)
 	}
-	if got := strings.Join(rows[0], ","); got != "id,created_at,form,status,reason,test,origin,referer,user_agent,data" {
+	if got := strings.Join(rows[0], ","); got != "id,created_at,form,status,reason,test,origin,referer,user_agent,data,files" {
 		t.Fatalf("csv header %q", got)
 	}
 	cell := map[string]string{}

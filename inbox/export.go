@@ -20,10 +20,13 @@ import (
 // order) in the data column. The client IP stays out (it may be the address itself, see
 // intake/meta.go, and a spreadsheet travels further than the database); the NDJSON export
 // carries it.
-var ExportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "referer", "user_agent", "data"}
+// The files column holds the metadata of the submission's files (FilesJSON), never their
+// content.
+var ExportColumns = []string{"id", "created_at", "form", "status", "reason", "test", "origin", "referer", "user_agent", "data", "files"}
 
 // CSVExport writes ExportColumns to bw, then returns a func writing one row per
-// submission and one flushing everything written so far (the CSV writer, then bw).
+// submission (its Files as the caller loaded them) and one flushing everything written
+// so far (the CSV writer, then bw).
 func CSVExport(bw *bufio.Writer) (write func(*outbox.Submission) error, flush func() error) {
 	cw := csv.NewWriter(bw)
 	_ = cw.Write(ExportColumns) // a failed write surfaces in cw.Error at the first row
@@ -32,7 +35,7 @@ func CSVExport(bw *bufio.Writer) (write func(*outbox.Submission) error, flush fu
 		// finds one, and a column that cannot start with one today is cheap to guard.
 		_ = cw.Write(safetext.CSVRecord([]string{s.ID.String(), s.CreatedAt.Format(time.RFC3339Nano), s.Form,
 			string(s.Status), s.Reason, strconv.FormatBool(s.Test), s.Meta.Origin, s.Meta.Referer,
-			s.Meta.UserAgent, string(s.Data.AppendJSON(nil))}))
+			s.Meta.UserAgent, string(s.Data.AppendJSON(nil)), FilesJSON(s.Files)}))
 		return cw.Error()
 	}
 	flush = func() error {
@@ -47,14 +50,15 @@ func CSVExport(bw *bufio.Writer) (write func(*outbox.Submission) error, flush fu
 
 // exportRow is one NDJSON line.
 type exportRow struct {
-	ID        string        `json:"id"`
-	Form      string        `json:"form"`
-	Status    string        `json:"status"`
-	Reason    string        `json:"reason,omitempty"`
-	CreatedAt time.Time     `json:"created_at"`
-	Test      bool          `json:"test,omitempty"`
-	Data      outbox.Fields `json:"data"`
-	Meta      outbox.Meta   `json:"meta"`
+	ID        string          `json:"id"`
+	Form      string          `json:"form"`
+	Status    string          `json:"status"`
+	Reason    string          `json:"reason,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	Test      bool            `json:"test,omitempty"`
+	Data      outbox.Fields   `json:"data"`
+	Meta      outbox.Meta     `json:"meta"`
+	Files     json.RawMessage `json:"files"`
 }
 
 // export streams the posted filter's submissions, newest first, a page at a time.
@@ -90,7 +94,7 @@ func (h *Handler) export(rq *request) {
 				data = outbox.Fields{}
 			}
 			return enc.Encode(exportRow{ID: s.ID.String(), Form: s.Form, Status: string(s.Status), Reason: s.Reason,
-				CreatedAt: s.CreatedAt, Test: s.Test, Data: data, Meta: s.Meta})
+				CreatedAt: s.CreatedAt, Test: s.Test, Data: data, Meta: s.Meta, Files: json.RawMessage(FilesJSON(s.Files))})
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -123,6 +127,11 @@ func exportPages(rq *request, sf outbox.InboxFilter, fn func(*outbox.Submission)
 			return err
 		}
 		for i := range page {
+			files, err := rq.h.cfg.Store.SubmissionFiles(rq.r.Context(), page[i].ID)
+			if err != nil {
+				return err
+			}
+			page[i].Files = files
 			if err := fn(&page[i]); err != nil {
 				return err
 			}

@@ -146,6 +146,8 @@ func (h *Handler) serveGet(rq *request, rest string) {
 		h.detail(rq, parts[1])
 	case len(parts) == 3 && parts[0] == "submissions" && parts[2] == "erase":
 		h.confirmErase(rq, parts[1])
+	case len(parts) == 2 && parts[0] == "files":
+		h.downloadFile(rq, parts[1]) // files.go
 	default:
 		rq.fail(http.StatusNotFound, "There is no such page in the inbox.")
 	}

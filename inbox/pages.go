@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"github.com/dustin/go-humanize"
 	"html/template"
 	"net/http"
 	"slices"
@@ -26,7 +27,8 @@ var pages = func() map[string]*template.Template {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"bytes": func(n int64) string { return humanize.Bytes(uint64(max(n, 0))) },
 		"short": func(id any) string {
 			s := ""
 			switch v := id.(type) {
@@ -268,9 +270,15 @@ func (h *Handler) detail(rq *request, raw string) {
 		rq.storeFailed(err)
 		return
 	}
+	files, err := h.cfg.Store.SubmissionFiles(ctx, sub.ID)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
 	data := struct {
 		L          layout
 		S          *outbox.Submission
+		Files      []fileRow
 		Deliveries []deliveryRow
 		Events     []eventRow
 		Violations []outbox.FieldError // which fields failed, for a schema violation
@@ -279,6 +287,9 @@ func (h *Handler) detail(rq *request, raw string) {
 	}{L: rq.layout("list"), S: sub,
 		Releasable: sub.Status == outbox.SubmissionQuarantined || sub.Status == outbox.SubmissionSpam,
 		Spammable:  sub.Status == outbox.SubmissionAccepted}
+	for _, f := range files {
+		data.Files = append(data.Files, fileRow{File: f, Download: f.HasContent})
+	}
 	for _, d := range ds {
 		row := deliveryRow{Delivery: d, Retryable: d.Status == outbox.DeliveryDead || d.Status == outbox.DeliveryFailed}
 		if row.Attempts, err = h.cfg.Store.ListAttempts(ctx, d.ID); err != nil {

@@ -66,7 +66,8 @@ func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result
 		c.writeRateLimited(w, res, stored)
 		return
 	}
-	if sub.Status == outbox.SubmissionQuarantined && sub.Reason == outbox.ReasonSchemaViolation &&
+	if sub.Status == outbox.SubmissionQuarantined &&
+		(sub.Reason == outbox.ReasonSchemaViolation || sub.Reason == outbox.ReasonFileRejected) &&
 		(status == outbox.SubmissionQuarantined || status == outbox.StatusQueued) {
 		if res.WantsJSON {
 			writeJSON(w, http.StatusUnprocessableEntity, answer{

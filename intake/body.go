@@ -27,7 +27,9 @@ var errTooManyFields = errors.New("too many fields")
 
 // readFields reads the bounded body as raw fields in the order the client sent them.
 // Values are neither trimmed nor checked here; normalise does that for every format alike.
-func (c *Config) readFields(r *http.Request) (fields outbox.Fields, isJSON bool, err error) {
+// A multipart body's files come back in up (nil for the other formats), which the caller
+// must close; on an error they are already released.
+func (c *Config) readFields(r *http.Request) (fields outbox.Fields, up *uploads, isJSON bool, err error) {
 	ct := r.Header.Get("Content-Type")
 	mediaType, params, perr := mime.ParseMediaType(ct)
 	if ct == "" || perr != nil {
@@ -36,13 +38,13 @@ func (c *Config) readFields(r *http.Request) (fields outbox.Fields, isJSON bool,
 	switch mediaType {
 	case typeURLEncoded, typeMultipart, typeJSON:
 	default:
-		return nil, false, &RequestError{
+		return nil, nil, false, &RequestError{
 			Status:  http.StatusUnsupportedMediaType,
 			Message: "unsupported content type: send " + typeURLEncoded + ", " + typeMultipart + " or " + typeJSON,
 		}
 	}
 	if r.ContentLength > c.MaxBodyBytes {
-		return nil, false, c.tooLarge()
+		return nil, nil, false, c.tooLarge()
 	}
 	if r.Body == nil {
 		r.Body = http.NoBody
@@ -54,26 +56,30 @@ func (c *Config) readFields(r *http.Request) (fields outbox.Fields, isJSON bool,
 	case typeURLEncoded:
 		fields, err = c.readURLEncoded(body)
 	case typeMultipart:
-		fields, err = c.readMultipart(body, params["boundary"])
+		up = &uploads{}
+		fields, err = c.readMultipart(body, params["boundary"], up)
 	default:
 		fields, err = c.readJSON(body)
 		isJSON = true
 	}
 	if err != nil {
+		up.close()
 		var mbe *http.MaxBytesError
 		var re *RequestError
 		switch {
 		case errors.As(err, &mbe):
-			return nil, isJSON, c.tooLarge()
+			return nil, nil, isJSON, c.tooLarge()
 		case errors.Is(err, errTooManyFields):
-			return nil, isJSON, badRequest("too many fields (at most %d)", c.MaxFields)
+			return nil, nil, isJSON, badRequest("too many fields (at most %d)", c.MaxFields)
 		case errors.As(err, &re):
-			return nil, isJSON, re
+			return nil, nil, isJSON, re
+		case errors.Is(err, errUploadTemp):
+			return nil, nil, isJSON, err // not the visitor's fault: 503
 		default:
-			return nil, isJSON, badRequest("malformed body: %v", err)
+			return nil, nil, isJSON, badRequest("malformed body: %v", err)
 		}
 	}
-	return fields, isJSON, nil
+	return fields, up, isJSON, nil
 }
 
 func (c *Config) tooLarge() *RequestError {
@@ -112,7 +118,9 @@ func (c *Config) readURLEncoded(body io.Reader) (outbox.Fields, error) {
 	return out, nil
 }
 
-func (c *Config) readMultipart(body io.Reader, boundary string) (outbox.Fields, error) {
+// readMultipart reads the text parts as fields and the file parts (a filename in their
+// Content-Disposition) into up (upload.go); both count towards MaxFields.
+func (c *Config) readMultipart(body io.Reader, boundary string, up *uploads) (outbox.Fields, error) {
 	if boundary == "" {
 		return nil, badRequest("malformed body: multipart without a boundary")
 	}
@@ -126,15 +134,20 @@ func (c *Config) readMultipart(body io.Reader, boundary string) (outbox.Fields, 
 		if err != nil {
 			return nil, err
 		}
-		if part.FileName() != "" {
-			return nil, badRequest("file uploads are not accepted")
-		}
 		name := part.FormName()
 		if name == "" {
 			return nil, badRequest("malformed body: multipart part without a field name")
 		}
-		if len(out) >= c.MaxFields {
+		if len(out)+len(up.files) >= c.MaxFields {
 			return nil, errTooManyFields
+		}
+		if part.FileName() != "" {
+			f, err := up.receive(part)
+			if err != nil {
+				return nil, err
+			}
+			up.files = append(up.files, f)
+			continue
 		}
 		value, err := io.ReadAll(part)
 		if err != nil {

@@ -18,6 +18,16 @@ func (c *Config) chatSubmission(sub *outbox.Submission, link string) chat.Submis
 	for i, f := range sub.Data {
 		fields[i] = chat.Field{Name: f.Name, Value: f.Value}
 	}
+	// Files follow the fields: name, size, type and SHA-256, and the signed link with
+	// files_url; never their content.
+	sign := c.fileLink(sub.CreatedAt)
+	for _, f := range deliveredFiles(sub) {
+		v := fileSummary(f) + " sha256 " + f.SHA256
+		if sign != nil {
+			v += " " + sign(f.ID)
+		}
+		fields = append(fields, chat.Field{Name: "file " + f.Field, Value: v})
+	}
 	return chat.Submission{Form: c.Form, ID: sub.ID.String(), Received: sub.CreatedAt, Fields: fields, Link: link}
 }
 

@@ -35,6 +35,7 @@ type ChatTemplateData struct {
 	Link     InboxLink
 	Received time.Time
 	Fields   outbox.Fields
+	Files    []TemplateFile // render.go
 }
 
 // InboxLink is the inbox URL from the configuration, printed as markup made safe for

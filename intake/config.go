@@ -30,6 +30,9 @@ import (
 	"net/http"
 	"regexp"
 	"sync"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/digest"
@@ -43,6 +46,10 @@ const (
 	DefaultMaxFieldLen   = 10000
 	DefaultMaxUnknown    = 20
 	DefaultMaxUnknownLen = 2000
+
+	// DefaultAttachMax is a route's total of attached bytes when `attach` names none:
+	// below SES's and Resend's message limits (40 MB) once base64 has grown it by a third.
+	DefaultAttachMax = 10 << 20
 
 	// MaxIdempotencyKeyLength bounds the key a client may send (header or field).
 	MaxIdempotencyKeyLength = 200
@@ -116,6 +123,9 @@ type Config struct {
 	// InboxURL is the operator's inbox (the App's inbox_url): emails link to the
 	// submission's page under it. Empty: no link.
 	InboxURL string `json:"-"`
+	// FileURL, when set (the App's files_url), returns the signed, expiring download link
+	// of a file for webhooks and chat messages (internal/filelink). Nil: no link.
+	FileURL func(id uuid.UUID, now time.Time) string `json:"-"`
 	// ClientIP, when set, returns the client address (e.g. Caddy's trusted-proxy aware
 	// client IP). Nil, or an empty answer: the host of r.RemoteAddr.
 	ClientIP func(*http.Request) string `json:"-"`
@@ -146,6 +156,19 @@ type FieldSpec struct {
 	OneOf []string `json:"one_of,omitempty"`
 	// Pattern is a Go (RE2) regular expression the whole value must match.
 	Pattern string `json:"pattern,omitempty"`
+
+	// File makes the field a file upload (multipart posts; upload.go). Only Required and
+	// the three options below apply to it. A file that breaks them makes the submission
+	// quarantined/file_rejected, in either mode.
+	File bool `json:"file,omitempty"`
+	// MaxFileSize bounds each file, in bytes; 0: only the body bound (max_body).
+	MaxFileSize int64 `json:"max_file_size,omitempty"`
+	// MaxFiles is how many files the field takes; 0: DefaultMaxFiles (1).
+	MaxFiles int `json:"max_files,omitempty"`
+	// Types lists the allowed types, judged on the content (sniffed), never on what the
+	// client declared: exact types (application/pdf) or wildcards (image/*). Empty: any
+	// type but HTML, SVG, XML, scripts and executables, which only an exact entry allows.
+	Types []string `json:"types,omitempty"`
 
 	pattern *regexp.Regexp
 }
@@ -196,6 +219,11 @@ type Route struct {
 	// (the form, the id and the inbox link only, for operators who keep visitor data
 	// out of mailboxes; needs InboxURL).
 	Content string `json:"content,omitempty"`
+	// Attach sends the submission's files with the email (channel email), up to
+	// AttachMax bytes in all (default DefaultAttachMax); above it the email lists them
+	// and says they were too large to attach. A rejected file is never attached.
+	Attach    bool  `json:"attach,omitempty"`
+	AttachMax int64 `json:"attach_max,omitempty"`
 	// Secret signs webhooks (whsec_...); never stored in payloads or logged.
 	Secret string `json:"secret,omitempty"`
 	// Headers are extra HTTP headers sent with every webhook of this route (channel

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -20,6 +21,8 @@ import (
 //  5. Field spec: in enforce mode quarantined/schema_violation (answered 422) with a
 //     schema.violation event naming the failed fields; in monitor mode accepted with a
 //     schema.drift event, also for unknown fields.
+//     Files (upload.go): a file that breaks its field's rules makes the post
+//     quarantined/file_rejected (answered 422) in either mode, with a file.rejected event.
 //  6. Captcha, only for a post still accepted (no verifier call for junk): missing or
 //     rejected token spam/captcha_failed; verifier slow, down or misconfigured
 //     quarantined/captcha_unavailable, so a real lead is kept for review.
@@ -54,7 +57,7 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 		sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonOriginRejected
 	}
 
-	res.Violations = c.validate(sub.Data)
+	res.Violations = append(c.validate(sub.Data), c.validateFileFields(sub.Data, sub.Files)...)
 	if c.Mode == ModeMonitor {
 		if len(res.Violations) > 0 || len(unknown) > 0 {
 			ev, err := driftEvent(c.Form, res.Violations, unknown, now)
@@ -70,6 +73,20 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 			return err
 		}
 		sub.Events = append(sub.Events, ev)
+	}
+
+	// Files: their rules hold in both modes (a file type is a safety rule, not a schema
+	// to monitor), and a rejected file outranks a schema violation as the reason.
+	if rejected := c.judgeFiles(sub.Files); len(rejected) > 0 {
+		res.Violations = append(res.Violations, rejected...)
+		if sub.Status == outbox.SubmissionAccepted || sub.Reason == outbox.ReasonSchemaViolation {
+			sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonFileRejected
+		}
+		data, err := json.Marshal(fileRejectedData(c.Form, sub.Files))
+		if err != nil {
+			return fmt.Errorf("file.rejected event: %w", err)
+		}
+		sub.Events = append(sub.Events, outbox.Event{Kind: outbox.EventFileRejected, Data: data, At: now})
 	}
 
 	if c.Captcha != nil && sub.Status == outbox.SubmissionAccepted {

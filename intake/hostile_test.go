@@ -136,7 +136,7 @@ func TestHostileRequests(t *testing.T) {
 			r := postMultipart(t, append(append([]string{}, valid...), "file:cv", "%PDF-1.4")...)
 			r.Header.Set("Origin", "https://example.com")
 			return r
-		}, code: 400, why: "file uploads are not accepted"},
+		}, code: 422, status: outbox.SubmissionQuarantined, reason: outbox.ReasonFileRejected},
 		{name: "CR/LF in the email field (header injection)", req: func(t *testing.T) *http.Request {
 			return postForm(form("name", "Ada", "email", "ada@example.com\r\nBcc: victim@example.org", "message", "x"))
 		}, code: 422, status: outbox.SubmissionQuarantined, reason: outbox.ReasonSchemaViolation},

@@ -52,7 +52,7 @@ func TestHandWrittenJSONMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(webhookBody(sub)); got != string(want) {
+		if got := string(webhookBody(sub, nil)); got != string(want) {
 			t.Errorf("webhook body = %s, encoding/json writes %s", got, want)
 		}
 	}

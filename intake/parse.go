@@ -14,7 +14,7 @@ import (
 // Parse reads and checks one request. now stamps CreatedAt. It returns a *Result, or a
 // *RequestError for requests that cannot become a submission at all: 405 not a POST, 413
 // body too large, 415 unsupported content type, 400 malformed body, invalid UTF-8, NUL,
-// too many or too long fields, file uploads, nested JSON, a bad idempotency key. Any
+// too many or too long fields, nested JSON, a bad idempotency key. Any
 // other error (the system could not make an id) is not the client's fault: answer 503.
 //
 // Every other request becomes a submission with a status decided by the defences (see
@@ -25,10 +25,20 @@ func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
 	if r.Method != http.MethodPost {
 		return nil, &RequestError{Status: http.StatusMethodNotAllowed, Message: "forms are submitted with POST"}
 	}
-	raw, isJSON, err := c.readFields(r)
+	raw, up, isJSON, err := c.readFields(r)
 	if err != nil {
 		return nil, err
 	}
+	res, err := c.parse(r, raw, up, isJSON, now)
+	if err != nil {
+		up.close()
+		return nil, err
+	}
+	return res, nil
+}
+
+// parse is Parse once the body is read; up holds its files (nil when none could be sent).
+func (c *Config) parse(r *http.Request, raw outbox.Fields, up *uploads, isJSON bool, now time.Time) (*Result, error) {
 	fields, err := c.normalise(raw)
 	if err != nil {
 		return nil, err
@@ -37,7 +47,15 @@ func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	data = c.dropEmptyFileFields(data)
 	data, unknown := c.capUnknown(data)
+	var files []outbox.File
+	if up != nil {
+		files = up.files
+		for i := range files {
+			files[i].CreatedAt = now
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, fmt.Errorf("intake: submission id: %w", err)
@@ -51,13 +69,20 @@ func (c *Config) Parse(r *http.Request, now time.Time) (*Result, error) {
 		Data:           data,
 		Meta:           c.meta(r, ip, ipHash),
 		IdempotencyKey: sp.idempotencyKey,
-		ContentHash:    contentHash(c.Form, data),
+		ContentHash:    contentHash(c.Form, withFileHashes(data, files)),
 		Test:           sp.test,
 		CreatedAt:      now,
+		Files:          files,
 	}
-	res := &Result{Submission: sub, WantsJSON: isJSON || acceptsJSON(r), Next: sp.next}
+	res := &Result{Submission: sub, WantsJSON: isJSON || acceptsJSON(r), Next: sp.next, uploads: up}
 	if err := c.screen(r, res, sp, ip, ipHash, unknown, now); err != nil {
 		return nil, err
+	}
+	if sub.Status == outbox.SubmissionSpam {
+		// What a bot can make us store is capped: its files' metadata, not their bytes.
+		for i := range sub.Files {
+			sub.Files[i].HasContent, sub.Files[i].Content = false, nil
+		}
 	}
 	if res.Stored != nil {
 		return res, nil // answered without storing: nothing to plan

@@ -59,7 +59,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			if route.BodyText != "" || route.BodyHTML != "" {
 				var failed []TemplateFailure
 				rt, rh, failed = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: inbox,
-					Received: sub.CreatedAt, Fields: sub.Data}, text, html)
+					Received: sub.CreatedAt, Fields: sub.Data, Files: fileLines(sub)}, text, html)
 				for _, f := range failed {
 					if err := markTemplateFailed(sub, f, now); err != nil {
 						return nil, err
@@ -67,10 +67,13 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 				}
 			}
 			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: rt, HTML: rh}
+			if route.Attach {
+				c.attach(&base, route, sub) // upload.go
+			}
 		case outbox.ChannelWebhook:
 			recipients = []string{route.URL}
 			if hookBody == nil {
-				hookBody = webhookBody(sub)
+				hookBody = webhookBody(sub, c.fileLink(now))
 			}
 			base = outbox.Payload{Body: hookBody}
 		case outbox.ChannelTelegram, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
@@ -80,7 +83,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			}
 			var to string
 			var failed *TemplateFailure
-			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: sub.Data}
+			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: sub.Data, Files: fileLines(sub)}
 			if base, to, failed, err = chatPayload(route, *chatSub, d); err != nil {
 				return nil, err
 			}

@@ -47,6 +47,13 @@ func (c *Config) Provision() error {
 	if c.MaxBodyBytes < 0 || c.MaxFields < 0 || c.MaxFieldLength < 0 {
 		return fmt.Errorf("intake: form %s: max_body_bytes, max_fields and max_field_length must not be negative", c.Form)
 	}
+	for _, f := range c.Fields {
+		if f.File && f.MaxFileSize > c.MaxBodyBytes {
+			// Such a file would be refused with 413 before its rule could store it.
+			return fmt.Errorf("intake: form %s: field %s: max_size %d is above the body bound %d: raise max_body",
+				c.Form, f.Name, f.MaxFileSize, c.MaxBodyBytes)
+		}
+	}
 	if c.Mode != ModeEnforce && c.Mode != ModeMonitor {
 		return fmt.Errorf("intake: form %s: mode %q: want %q or %q", c.Form, c.Mode, ModeEnforce, ModeMonitor)
 	}
@@ -62,6 +69,9 @@ func (c *Config) Provision() error {
 		}
 	}
 	for _, r := range c.Routes {
+		if (r.Attach || r.AttachMax != 0) && (r.Channel != outbox.ChannelEmail || r.AttachMax < 0) {
+			return fmt.Errorf("intake: form %s: route %s: attach is an e-mail option with a positive size", c.Form, r.Name)
+		}
 		switch r.Content {
 		case "", ContentFull:
 		case ContentLink:

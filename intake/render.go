@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"html/template"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -63,6 +67,12 @@ func emailText(form string, sub *outbox.Submission, replyTo, link string) string
 	for _, f := range sub.Data {
 		fmt.Fprintf(&b, "%s: %s\n", f.Name, strings.ReplaceAll(f.Value, "\n", "\n  "))
 	}
+	if files := deliveredFiles(sub); len(files) > 0 {
+		b.WriteString("\nFiles:\n")
+		for _, f := range files {
+			fmt.Fprintf(&b, "  %s: %s\n", f.Field, fileSummary(f))
+		}
+	}
 	if replyTo != "" {
 		fmt.Fprintf(&b, "\nReply to: %s\n", replyTo)
 	}
@@ -116,6 +126,14 @@ var emailHTMLTemplate = template.Must(template.New("email").Parse(`<!DOCTYPE htm
 <tr><th align="left" valign="top">{{.Name}}</th><td style="white-space:pre-wrap">{{.Value}}</td></tr>
 {{- end}}
 </table>
+{{- with .Files}}
+<p>Files:</p>
+<ul>
+{{- range .}}
+<li>{{.Field}}: {{.Name}} ({{.Size}}, {{.Type}})</li>
+{{- end}}
+</ul>
+{{- end}}
 {{- with .ReplyTo}}
 <p>Reply to: <a href="mailto:{{.}}">{{.}}</a></p>
 {{- end}}
@@ -135,6 +153,7 @@ func emailHTML(form string, sub *outbox.Submission, replyTo, link string) (strin
 		"ID":       sub.ID.String(),
 		"Received": sub.CreatedAt.UTC().Format(time.RFC3339),
 		"Link":     link,
+		"Files":    fileLines(sub),
 	})
 	if err != nil {
 		return "", fmt.Errorf("render email html: %w", err)
@@ -144,7 +163,10 @@ func emailHTML(form string, sub *outbox.Submission, replyTo, link string) (strin
 
 // webhookBody renders what a webhook receives; every webhook route sends the same body:
 // {"id","form","status","created_at","data"}, data keeping the form's field order.
-func webhookBody(sub *outbox.Submission) json.RawMessage {
+//
+// With files, "files" lists each one's metadata (appendFilesJSON), with its signed
+// download link when fileURL is set (the App's files_url).
+func webhookBody(sub *outbox.Submission, fileURL func(uuid.UUID) string) json.RawMessage {
 	o := jsonw.NewObject(make([]byte, 0, 128+64*len(sub.Data)))
 	o.String("id", sub.ID.String())
 	o.String("form", sub.Form)
@@ -153,5 +175,72 @@ func webhookBody(sub *outbox.Submission) json.RawMessage {
 	*p = append(sub.CreatedAt.UTC().AppendFormat(append(*p, '"'), time.RFC3339Nano), '"')
 	p = o.Key("data")
 	*p = sub.Data.AppendJSON(*p)
+	if files := deliveredFiles(sub); len(files) > 0 {
+		p = o.Key("files")
+		*p = appendFilesJSON(*p, files, fileURL)
+	}
 	return o.Close()
+}
+
+// deliveredFiles are the files a notification tells of: those that broke no rule. A
+// rejected file is kept for the inbox only (docs/design.md, "Files").
+func deliveredFiles(sub *outbox.Submission) []outbox.File {
+	var out []outbox.File
+	for _, f := range sub.Files {
+		if f.Rejected == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TemplateFile is one uploaded file as the e-mail and chat templates see it (.Files):
+// the form field, the sanitised name, the size in words ("390 kB"), the sniffed type
+// and the SHA-256. A rejected file is not among them.
+type TemplateFile struct{ Field, Name, Size, Type, SHA256 string }
+
+func fileLines(sub *outbox.Submission) []TemplateFile {
+	var out []TemplateFile
+	for _, f := range deliveredFiles(sub) {
+		out = append(out, TemplateFile{f.Field, f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType, f.SHA256})
+	}
+	return out
+}
+
+// appendFilesJSON appends the files' metadata as a JSON array: id, field, name, size,
+// type (sniffed), sha256 and, with fileURL, the signed link; never the content.
+func appendFilesJSON(dst []byte, files []outbox.File, fileURL func(uuid.UUID) string) []byte {
+	dst = append(dst, '[')
+	for i, f := range files {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		o := jsonw.NewObject(dst)
+		o.String("id", f.ID.String())
+		o.String("field", f.Field)
+		o.String("name", f.Name)
+		p := o.Key("size")
+		*p = strconv.AppendInt(*p, f.Size, 10)
+		o.String("type", f.SniffedType)
+		o.String("sha256", f.SHA256)
+		if fileURL != nil {
+			o.String("url", fileURL(f.ID))
+		}
+		dst = o.Close()
+	}
+	return append(dst, ']')
+}
+
+// fileLink returns the signer of file links for a submission planned at now, or nil
+// without files_url.
+func (c *Config) fileLink(now time.Time) func(uuid.UUID) string {
+	if c.FileURL == nil {
+		return nil
+	}
+	return func(id uuid.UUID) string { return c.FileURL(id, now) }
+}
+
+// fileSummary is one file as a notification line shows it: name, size and type.
+func fileSummary(f outbox.File) string {
+	return fmt.Sprintf("%s (%s, %s)", f.Name, humanize.Bytes(uint64(f.Size)), f.SniffedType)
 }

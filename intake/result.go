@@ -37,6 +37,15 @@ type Result struct {
 	CaptchaError error
 
 	dedupeKey string
+	uploads   *uploads // the temporary files behind Submission.Files
+}
+
+// Close releases what the submission's files hold (temporary files) once it is stored or
+// spooled, or will not be. Serve calls it; a caller of Parse must.
+func (r *Result) Close() {
+	if r != nil {
+		r.uploads.close()
+	}
 }
 
 // Violation is one field that broke the field spec.

@@ -62,6 +62,7 @@ func (c *Config) serveSubmission(w http.ResponseWriter, r *http.Request, acc Acc
 		c.writeError(w, r, err)
 		return
 	}
+	defer res.Close()
 	if res.CaptchaError != nil {
 		logger.Warn("captcha verifier unavailable; submission quarantined",
 			zap.String("form", c.Form), zap.String("id", res.Submission.ID.String()), zap.Error(res.CaptchaError))

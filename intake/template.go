@@ -29,6 +29,7 @@ type TemplateData struct {
 	Link     string
 	Received time.Time
 	Fields   outbox.Fields
+	Files    []TemplateFile // render.go
 }
 
 // templateFuncs are the helpers both kinds of template get. field is bound per
@@ -69,7 +70,8 @@ func (r *Route) parseTemplates() error {
 		return fmt.Errorf("content link takes no body_text or body_html")
 	}
 	sample := TemplateData{Form: "form", ID: "00000000-0000-0000-0000-000000000000", Received: time.Unix(0, 0).UTC(),
-		Fields: outbox.Fields{{Name: "name", Value: "value"}}}
+		Fields: outbox.Fields{{Name: "name", Value: "value"}},
+		Files:  []TemplateFile{{Field: "file", Name: "file.pdf", Size: "1.0 kB", Type: "application/pdf", SHA256: "0"}}}
 	var err error
 	if r.BodyText != "" {
 		r.templates.text, err = loadTemplate("body_text", r.BodyText, func(src string) (*texttemplate.Template, error) {
@@ -98,7 +100,7 @@ func (r *Route) parseTemplates() error {
 			return parseChatTemplate(r.Text, src)
 		}, func(t *texttemplate.Template) error {
 			parts, err := renderChatTemplate(t, ChatTemplateData{Form: sample.Form, ID: sample.ID, Received: sample.Received,
-				Fields: sample.Fields}, func(string) string { return "" })
+				Fields: sample.Fields, Files: sample.Files}, func(string) string { return "" })
 			if err == nil {
 				_, err = chatText(*r, chat.Submission{Form: sample.Form}, parts)
 			}

@@ -20,6 +20,9 @@ import (
 func (c *Config) validate(data outbox.Fields) []Violation {
 	var out []Violation
 	for _, spec := range c.Fields {
+		if spec.File {
+			continue // validateFileFields and judgeFiles (upload.go)
+		}
 		v, _ := data.Get(spec.Name)
 		if v == "" {
 			if spec.Required {
@@ -109,6 +112,18 @@ func (f FieldSpec) Check() error {
 		return fmt.Errorf("field %q: min_length must not be negative", f.Name)
 	case f.MaxLength > 0 && f.MinLength > f.MaxLength:
 		return fmt.Errorf("field %q: min_length %d is above max_length %d", f.Name, f.MinLength, f.MaxLength)
+	case f.File && (f.MinLength != 0 || f.MaxLength != 0 || f.Email || f.URL || f.Number || len(f.OneOf) > 0 || f.Pattern != ""):
+		return fmt.Errorf("field %q: a file field takes only required, max_size, max_files and types", f.Name)
+	case !f.File && (f.MaxFileSize != 0 || f.MaxFiles != 0 || len(f.Types) > 0):
+		return fmt.Errorf("field %q: max_size, max_files and types are for file fields (field %s file ...)", f.Name, f.Name)
+	case f.MaxFileSize < 0 || f.MaxFiles < 0:
+		return fmt.Errorf("field %q: max_size and max_files must not be negative", f.Name)
+	}
+	for _, t := range f.Types {
+		if major, minor, ok := strings.Cut(t, "/"); !ok || major == "" || minor == "" || hasControl(t) ||
+			strings.ContainsAny(t, " ;,") || (major == "*" && minor != "*") {
+			return fmt.Errorf("field %q: type %q: want a media type such as application/pdf or image/*", f.Name, t)
+		}
 	}
 	if f.Pattern != "" {
 		// The pattern alone, not the anchored form compiled below: the error then quotes

@@ -138,7 +138,8 @@ func (a *Acceptor) Accept(ctx context.Context, sub *Submission, deliveries []Del
 
 // store is one group-committed store write, then the wake-up of the workers.
 func (a *Acceptor) store(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDuration(a.Timeout, DefaultAcceptTimeout))
+	timeout := orDuration(a.Timeout, DefaultAcceptTimeout) + FileAllowance(sub) // files.go
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	stored, err := a.Group.Accept(sctx, a.Store, sub, a.onDatabaseClock(sctx, deliveries))
 	if err != nil {

@@ -86,7 +86,16 @@ type GroupCommitter struct {
 // transaction began is left out of it.
 //
 // A key bound to other content is handled as outbox.Accept handles it.
+//
+// A submission with files is written by AcceptOne in a transaction of its own: its chunks
+// would hold a shared transaction, and every submission waiting in it, for as long as
+// they take to write (docs/design.md, "Files").
 func (g *GroupCommitter) Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+	if len(sub.Files) > 0 {
+		return acceptKeyed(ctx, func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
+			return AcceptOne(ctx, s, sub, deliveries)
+		}, sub, deliveries)
+	}
 	return acceptKeyed(ctx, func(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
 		return g.accept(ctx, s, sub, deliveries)
 	}, sub, deliveries)

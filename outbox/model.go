@@ -204,6 +204,9 @@ type Submission struct {
 	// submission.received event (e.g. schema.drift in monitor mode). The store sets
 	// their SubmissionID, and At when zero. Nothing is written for a duplicate.
 	Events []Event
+	// Files are the uploaded files, written by Accept in the same transaction (see
+	// File); a duplicate writes none. Nil for a post without files.
+	Files []File
 }
 
 // Delivery is one planned notification of one submission: one per route per recipient.

@@ -165,12 +165,18 @@ const exportPage = 200
 // however many rows match, and no transaction is held while fn writes to a slow client.
 func ExportSubmissions(ctx context.Context, ops Ops, f SubmissionFilter, fn func(*Submission) error) error {
 	f.Limit, f.Cursor = exportPage, ""
+	files, _ := ops.(FileStore) // every Store is one; each exported submission carries its files' metadata
 	for {
 		page, next, err := ops.ListSubmissions(ctx, f)
 		if err != nil {
 			return fmt.Errorf("export submissions: %w", err)
 		}
 		for i := range page {
+			if files != nil {
+				if page[i].Files, err = files.SubmissionFiles(ctx, page[i].ID); err != nil {
+					return fmt.Errorf("export submissions: %w", err)
+				}
+			}
 			if err := fn(&page[i]); err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/google/uuid"
+
 	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
 )
 
@@ -19,6 +21,9 @@ type Payload struct {
 	Subject string `json:"subject,omitempty"`
 	Text    string `json:"text,omitempty"`
 	HTML    string `json:"html,omitempty"`
+	// Attachments name the stored files an email carries (a route's `attach`); the
+	// router reads their content from the store at send time (Router.Files).
+	Attachments []AttachmentRef `json:"attachments,omitempty"`
 
 	// Webhook, and the chat channels: Body is the exact request body; URL is the
 	// Slack, Discord or Teams webhook.
@@ -41,6 +46,10 @@ func (p *Payload) AppendJSON(dst []byte) []byte {
 	o.StringOmitEmpty("subject", p.Subject)
 	o.StringOmitEmpty("text", p.Text)
 	o.StringOmitEmpty("html", p.HTML)
+	if len(p.Attachments) > 0 {
+		b, _ := json.Marshal(p.Attachments) // strings and numbers: cannot fail
+		o.Raw("attachments", b)
+	}
 	o.StringOmitEmpty("url", p.URL)
 	if len(p.Body) > 0 {
 		o.Raw("body", p.Body)
@@ -55,4 +64,13 @@ func (p *Payload) AppendJSON(dst []byte) []byte {
 		*v = a.Close()
 	}
 	return o.Close()
+}
+
+// AttachmentRef is one stored file an email attaches: its id in the files table, and
+// the name and type it is sent with.
+type AttachmentRef struct {
+	FileID uuid.UUID `json:"file_id"`
+	Name   string    `json:"name"`
+	Type   string    `json:"type"`
+	Size   int64     `json:"size"`
 }

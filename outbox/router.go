@@ -1,8 +1,10 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
@@ -27,6 +29,9 @@ type Router struct {
 	Slack    providers.Provider
 	Discord  providers.Provider
 	Teams    providers.Provider
+	// Files, when set, returns the store an email's attachments are read from (nil while
+	// no store is open).
+	Files func() FileStore
 }
 
 // Send implements Sender. Errors that no retry can fix (an unknown channel, a channel with
@@ -59,6 +64,9 @@ func (r Router) Send(ctx context.Context, d Delivery) (providers.Result, error) 
 	m, err := MessageFor(d)
 	if err != nil {
 		return providers.Result{Provider: p.Name()}, &providers.Error{Class: providers.Permanent, Code: "bad_payload", Err: err}
+	}
+	if m.Attachments, err = r.attachments(ctx, d); err != nil {
+		return providers.Result{Provider: p.Name()}, err
 	}
 	res, err := p.Send(ctx, m)
 	if res.Provider == "" {
@@ -105,4 +113,36 @@ func MessageFor(d Delivery) (providers.Message, error) {
 		}
 	}
 	return m, nil
+}
+
+// attachments reads the content of the files d's payload attaches. A file erased since
+// (retention, an operator) is left out: the text still names it. A store that does not
+// answer is a temporary error, so the delivery is tried again.
+func (r Router) attachments(ctx context.Context, d Delivery) ([]providers.Attachment, error) {
+	var p struct {
+		Attachments []AttachmentRef `json:"attachments"`
+	}
+	if d.Channel != ChannelEmail || len(d.Payload) == 0 || json.Unmarshal(d.Payload, &p) != nil || len(p.Attachments) == 0 {
+		return nil, nil
+	}
+	var fs FileStore
+	if r.Files != nil {
+		fs = r.Files()
+	}
+	if fs == nil {
+		return nil, &providers.Error{Class: providers.Temporary, Code: "no_store", Err: errors.New("attachments: no store is open")}
+	}
+	var out []providers.Attachment
+	for _, a := range p.Attachments {
+		var buf bytes.Buffer
+		_, err := fs.CopyFile(ctx, a.FileID, &buf)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, &providers.Error{Class: providers.Temporary, Code: "attachment_unreadable", Err: fmt.Errorf("attachment %s: %w", a.FileID, err)}
+		}
+		out = append(out, providers.Attachment{Name: a.Name, ContentType: a.Type, Content: buf.Bytes()})
+	}
+	return out, nil
 }

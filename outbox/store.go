@@ -73,6 +73,7 @@ type Store interface {
 	FeedbackStore
 	Ops
 	Inbox
+	FileStore
 	DigestStore
 
 	// Claim leases up to p.Limit due deliveries: pending or failed with next_attempt_at <=

@@ -25,10 +25,20 @@ type Message struct {
 	Subject string
 	Text    string
 	HTML    string
+	// Attachments are files sent with the email (a route's `attach`): SES then sends raw
+	// MIME, Resend its attachments, SMTP and file a multipart/mixed message.
+	Attachments []Attachment
 
 	// Webhook.
 	URL  string
 	Body []byte
+}
+
+// Attachment is one file of an email. Name is already sanitised (intake/upload.go).
+type Attachment struct {
+	Name        string
+	ContentType string
+	Content     []byte
 }
 
 // Result is what a provider reports for a sent message.

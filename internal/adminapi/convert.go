@@ -15,11 +15,15 @@ func newSubmission(s *outbox.Submission) Submission {
 	if data == nil {
 		data = outbox.Fields{}
 	}
-	return Submission{
+	v := Submission{
 		ID: s.ID.String(), Form: s.Form, Status: string(s.Status), Reason: s.Reason,
 		CreatedAt: s.CreatedAt, Test: s.Test, IdempotencyKey: s.IdempotencyKey,
 		Data: data, Meta: s.Meta,
 	}
+	for _, f := range s.Files {
+		v.Files = append(v.Files, f.Meta())
+	}
+	return v
 }
 
 func newDelivery(d outbox.Delivery) Delivery {

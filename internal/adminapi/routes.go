@@ -59,6 +59,9 @@ func serveShowSubmission(b Backend, w http.ResponseWriter, r *http.Request, id u
 	if err != nil {
 		return storeError(err)
 	}
+	if sub.Files, err = store.SubmissionFiles(ctx, id); err != nil {
+		return storeError(err)
+	}
 	v := newSubmission(sub)
 	for _, d := range ds {
 		dv, err := deliveryWithHistory(ctx, store, d)

@@ -21,8 +21,13 @@ type Submission struct {
 	IdempotencyKey string        `json:"idempotency_key,omitempty"`
 	Data           outbox.Fields `json:"data"`
 	Meta           outbox.Meta   `json:"meta"`
-	Deliveries     []Delivery    `json:"deliveries,omitempty"`
+	// Files are the uploaded files' metadata (shown and exported, never their content).
+	Files      []File     `json:"files,omitempty"`
+	Deliveries []Delivery `json:"deliveries,omitempty"`
 }
+
+// File is one uploaded file of a submission: its metadata, never its content.
+type File = outbox.FileMeta
 
 // Delivery is one delivery job of a submission.
 type Delivery struct {

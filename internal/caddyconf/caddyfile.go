@@ -46,6 +46,7 @@ import (
 //		spool DIR | off | always [DIR]         # see parseSpool
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //		inbox_url URL                          # emails link to the submission in the inbox
+//		files_url URL [TTL]                    # signed file links in webhooks and chat (form_outbox_files)
 //	}
 func ParseApp(d *caddyfile.Dispenser, a *App) error {
 	d.Next() // the option name
@@ -69,6 +70,8 @@ func ParseApp(d *caddyfile.Dispenser, a *App) error {
 			a.Retention, err = parseRetention(d)
 		case "inbox_url":
 			a.InboxURL, err = parseInboxURL(d)
+		case "files_url":
+			err = parseFilesURL(d, a) // files_handler.go
 		default:
 			err = d.Errf("unknown option %q", d.Val())
 		}
@@ -198,6 +201,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify email ADDRESS... {
 //			subject TEMPLATE                   # {field.NAME} is replaced by that field
 //			content full|link                  # link: form, id and inbox link only (needs inbox_url)
+//			attach [SIZE]                      # attach uploaded files up to SIZE in all (default 10MiB)
 //			body_text FILE                     # a Go text/template (intake.TemplateData); default built in
 //			body_html FILE                     # a Go html/template; read and parsed at provision
 //			digest hourly|daily at HH:MM [TZ]|weekly WEEKDAY HH:MM [TZ]|every DURATION
@@ -333,6 +337,8 @@ func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {
 	f.Name = d.Val()
 	for d.NextArg() {
 		switch opt := d.Val(); opt {
+		case "file":
+			return parseFileField(d, f) // caddyfile_upload.go
 		case "required":
 			f.Required = true
 		case "email":
@@ -396,6 +402,18 @@ func parseNotify(d *caddyfile.Dispenser) (intake.Route, error) {
 					return r, d.Errf("notify email: content %q: want full or link", s)
 				}
 				r.Content = s
+			case "attach":
+				r.Attach = true
+				if d.NextArg() {
+					n, err := humanize.ParseBytes(d.Val())
+					if err != nil || n == 0 || n > 1<<40 {
+						return r, d.Errf("notify email: attach %q is not a size like 10MB", d.Val())
+					}
+					r.AttachMax = int64(n)
+				}
+				if d.NextArg() {
+					return r, d.ArgErr()
+				}
 			case "body_text":
 				if r.BodyText, err = singleArg(d); err != nil {
 					return r, err

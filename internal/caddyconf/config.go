@@ -40,6 +40,11 @@ type App struct {
 	// InboxURL is where operators open the inbox (form_outbox_inbox), e.g.
 	// https://example.com/inbox: notification emails link to the submission under it.
 	InboxURL string `json:"inbox_url,omitempty"`
+	// FilesURL is where form_outbox_files serves signed file links, e.g.
+	// https://example.com/files: webhooks and chat messages link to each uploaded file
+	// under it, valid for FilesURLTTL (default 7 days). Empty: no links.
+	FilesURL    string         `json:"files_url,omitempty"`
+	FilesURLTTL caddy.Duration `json:"files_url_ttl,omitempty"`
 }
 
 // CheckNumbers refuses negative numbers and durations, which a JSON config can carry

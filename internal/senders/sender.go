@@ -18,7 +18,8 @@ import (
 // chat providers post the bodies intake rendered, Telegram through the bot reg holds
 // for a delivery's chat id. Suppressed addresses are refused before any provider is
 // called; suppressed returns the suppression list, or nil while no store is open.
-func New(email providers.Provider, reg *Registry, suppressed func() outbox.FeedbackStore) (outbox.Sender, error) {
+// files returns the store attachments are read from, nil while no store is open.
+func New(email providers.Provider, reg *Registry, suppressed func() outbox.FeedbackStore, files func() outbox.FileStore) (outbox.Sender, error) {
 	tg, err := telegram.New(telegram.Config{Bot: reg.TelegramBot})
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
@@ -31,6 +32,7 @@ func New(email providers.Provider, reg *Registry, suppressed func() outbox.Feedb
 		Slack:    slack.New(cfg),
 		Discord:  discord.New(cfg),
 		Teams:    teams.New(cfg),
+		Files:    files,
 	}
 	return outbox.SuppressionGuard{Next: router, List: suppressed}, nil
 }

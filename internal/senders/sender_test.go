@@ -29,7 +29,7 @@ func TestSenderSignsWebhooksWithTheRegisteredSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reg Registry
-	s, err := New(email, &reg, nil)
+	s, err := New(email, &reg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

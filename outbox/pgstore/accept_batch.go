@@ -26,6 +26,9 @@ import (
 // remaining item with the error. Keyed items are written in (form, key) order (see
 // sortKeyed). A lone post is a batch of one (outbox.AcceptOne).
 func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
+	if slices.ContainsFunc(items, hasFiles) {
+		return s.acceptBatchWithFiles(ctx, items) // files.go
+	}
 	out := make([]outbox.AcceptOutcome, len(items))
 	rows := make([]acceptRow, len(items))
 	var live []int

@@ -9,7 +9,12 @@ import (
 
 // recordVersion is the payload encoding written by this code. Readers reject versions
 // they do not know rather than guess: such a record is kept aside as corrupt, not lost.
-const recordVersion = 1
+// A record with files is written as recordVersionFiles, so that code from before files
+// existed keeps it aside instead of replaying it without them.
+const (
+	recordVersion      = 1
+	recordVersionFiles = 2
+)
 
 // Entry is one spooled submission with the deliveries planned for it at intake.
 type Entry struct {
@@ -37,6 +42,22 @@ type submissionV1 struct {
 	Test           bool          `json:"test,omitempty"`
 	CreatedAt      string        `json:"created_at"`
 	Events         []eventV1     `json:"events,omitempty"`
+	Files          []fileV1      `json:"files,omitempty"` // version 2
+}
+
+// fileV1 is a file's metadata; its content is the file files/<id> beside the segments
+// (files.go).
+type fileV1 struct {
+	ID           string `json:"id"`
+	Field        string `json:"field"`
+	Name         string `json:"name"`
+	DeclaredType string `json:"declared_type,omitempty"`
+	SniffedType  string `json:"sniffed_type"`
+	Size         int64  `json:"size"`
+	SHA256       string `json:"sha256"`
+	Rejected     string `json:"rejected,omitempty"`
+	HasContent   bool   `json:"has_content"`
+	CreatedAt    string `json:"created_at"`
 }
 
 type eventV1 struct {
@@ -70,6 +91,14 @@ func encodeEntry(e Entry) ([]byte, error) {
 	for _, ev := range s.Events {
 		p.Submission.Events = append(p.Submission.Events, eventV1{Kind: ev.Kind, Data: ev.Data, At: formatTime(ev.At)})
 	}
+	for _, f := range s.Files {
+		p.V = recordVersionFiles
+		p.Submission.Files = append(p.Submission.Files, fileV1{
+			ID: f.ID.String(), Field: f.Field, Name: f.Name, DeclaredType: f.DeclaredType,
+			SniffedType: f.SniffedType, Size: f.Size, SHA256: f.SHA256, Rejected: f.Rejected,
+			HasContent: f.HasContent, CreatedAt: formatTime(f.CreatedAt),
+		})
+	}
 	for _, d := range e.Deliveries {
 		p.Deliveries = append(p.Deliveries, deliveryV1{
 			ID: d.ID.String(), Route: d.Route, Channel: string(d.Channel), Recipient: d.Recipient,
@@ -95,7 +124,7 @@ func decodeEntry(b []byte) (Entry, error) {
 	if err := json.Unmarshal(b, &head); err != nil {
 		return Entry{}, fmt.Errorf("decode spool record: %w", err)
 	}
-	if head.V != recordVersion {
+	if head.V != recordVersion && head.V != recordVersionFiles {
 		return Entry{}, fmt.Errorf("decode spool record: unknown version %d", head.V)
 	}
 	var p payloadV1
@@ -121,6 +150,18 @@ func decodeEntry(b []byte) (Entry, error) {
 			return Entry{}, err
 		}
 		s.Events = append(s.Events, ev)
+	}
+	for _, pf := range ps.Files {
+		f := outbox.File{SubmissionID: s.ID, Field: pf.Field, Name: pf.Name, DeclaredType: pf.DeclaredType,
+			SniffedType: pf.SniffedType, Size: pf.Size, SHA256: pf.SHA256, Rejected: pf.Rejected,
+			HasContent: pf.HasContent}
+		if f.ID, err = parseID(pf.ID); err != nil {
+			return Entry{}, err
+		}
+		if f.CreatedAt, err = parseTime(pf.CreatedAt); err != nil {
+			return Entry{}, err
+		}
+		s.Files = append(s.Files, f)
 	}
 	for _, pd := range p.Deliveries {
 		d := outbox.Delivery{

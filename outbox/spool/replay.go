@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -57,9 +58,19 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 			return rep, fmt.Errorf("spool replay: read segment %d: %w", seq, err)
 		}
 		recs, bad := parseSegment(b)
+		var files []uuid.UUID // deleted with the segment
 		for _, r := range recs {
 			sub := r.Entry.Submission
-			actx, cancel := context.WithTimeout(ctx, ReplayAcceptTimeout)
+			for _, f := range sub.Files {
+				files = append(files, f.ID)
+			}
+			if damaged := s.attachFiles(&sub); len(damaged) > 0 {
+				// Ids and offsets only: file names are visitor data.
+				logger.Error("spool: file content lost or damaged; storing its metadata only",
+					zap.Uint64("segment", seq), zap.Int("offset", r.Off), zap.String("id", sub.ID.String()),
+					zap.Int("files", len(damaged)))
+			}
+			actx, cancel := context.WithTimeout(ctx, ReplayAcceptTimeout+outbox.FileAllowance(&sub))
 			res, err := outbox.Accept(actx, store, &sub, r.Entry.Deliveries)
 			cancel()
 			if err != nil {
@@ -85,6 +96,7 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 		if err := s.remove(seq); err != nil {
 			return rep, err
 		}
+		s.removeFiles(files)
 		rep.Segments++
 	}
 	return rep, nil

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // DefaultSegmentSize is the size past which Append starts a new segment. Small segments
@@ -105,6 +107,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 		s.unlock()
 		return nil, err
 	}
+	named := map[uuid.UUID]bool{} // the files the records name (files.go)
 	for _, seq := range seqs {
 		b, err := os.ReadFile(s.segPath(seq))
 		if err != nil {
@@ -115,6 +118,9 @@ func Open(dir string, opts Options) (*Spool, error) {
 		info := &segInfo{}
 		for _, r := range recs {
 			info.add(r.Entry.Submission.CreatedAt)
+			for _, f := range r.Entry.Submission.Files {
+				named[f.ID] = true
+			}
 		}
 		s.segs[seq] = info
 		s.nextSeq = seq + 1
@@ -122,6 +128,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 	if s.nextSeq == 0 {
 		s.nextSeq = 1
 	}
+	s.sweepFiles(named)
 	return s, nil
 }
 
@@ -138,15 +145,22 @@ func (i *segInfo) add(created time.Time) {
 // Append writes e to the active segment and returns only after the bytes and, for a new
 // segment, its directory entry are on stable storage. An error means e is NOT safe: the
 // caller must not claim success.
+//
+// The content of e's files is written first, beside the segments (files.go).
 func (s *Spool) Append(e Entry) error {
 	payload, err := encodeEntry(e)
 	if err != nil {
 		return err
 	}
 	rec := frame(payload)
+	written, err := s.writeFiles(e)
+	if err != nil {
+		return fmt.Errorf("spool append %s: %w", e.Submission.ID, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writeLocked(rec); err != nil {
+		s.removeFiles(written)
 		s.appendErr, s.appendErrAt, s.appendErrN = err, s.opts.Now(), len(rec)
 		return fmt.Errorf("spool append %s: %w", e.Submission.ID, err)
 	}

@@ -83,5 +83,8 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 			return outbox.AcceptResult{}, fmt.Errorf("insert %s event: %w", ev.Kind, err)
 		}
 	}
+	if err := insertFiles(ctx, tx, sub); err != nil { // files.go
+		return outbox.AcceptResult{}, err
+	}
 	return outbox.AcceptResult{ID: sub.ID, Status: sub.Status}, nil
 }

@@ -101,6 +101,9 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 		return res, &providers.Error{Class: providers.Permanent, Code: "bad_recipient", Err: errors.New("recipient is not an email address")}
 	}
 	req := &resendsdk.SendEmailRequest{From: cmp.Or(m.From, p.from), Subject: providers.APIText(m.Subject), Text: m.Text, Html: m.HTML}
+	for _, a := range m.Attachments {
+		req.Attachments = append(req.Attachments, &resendsdk.Attachment{Filename: a.Name, Content: a.Content, ContentType: a.ContentType})
+	}
 	for _, a := range to {
 		req.To = append(req.To, providers.FormatAddress(a))
 	}

@@ -78,6 +78,25 @@ type Email struct {
 	ReplyTo string   `json:"reply_to"`
 	HTML    string   `json:"html"`
 	Text    string   `json:"text"`
+	// Attachments as Resend's API takes them: the content as an array of byte values
+	// (what the Go SDK sends).
+	Attachments []Attachment `json:"attachments"`
+}
+
+// Attachment is one attached file.
+type Attachment struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	Content     []int  `json:"content"`
+}
+
+// Bytes returns the attachment's content.
+func (a Attachment) Bytes() []byte {
+	b := make([]byte, len(a.Content))
+	for i, v := range a.Content {
+		b[i] = byte(v)
+	}
+	return b
 }
 
 // Sent is one accepted email.

@@ -1,4 +1,5 @@
-// Package ses sends email through Amazon SES v2 (sesv2.SendEmail, Simple content). The
+// Package ses sends email through Amazon SES v2 (sesv2.SendEmail: Simple content, or Raw
+// MIME for an email with attachments). The
 // SDK's own retries are off: one Send is exactly one HTTP request, and the outbox decides
 // when to try again, with what backoff, and whether to fail over to the next provider.
 package ses
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
+	"github.com/formoutbox/caddy-form-outbox/providers/internal/mimemsg"
 )
 
 // DefaultTimeout bounds one SendEmail call. Past it the request may have been accepted,
@@ -156,7 +158,21 @@ func (p *Provider) input(m providers.Message) (*sesv2.SendEmailInput, *providers
 	if m.HTML != "" {
 		in.Content.Simple.Body.Html = &types.Content{Data: aws.String(m.HTML), Charset: aws.String("UTF-8")}
 	}
-	if m.ReplyTo != "" {
+	if len(m.Attachments) > 0 {
+		// Simple content has no attachments: the whole message goes as raw MIME, built
+		// as the SMTP and file providers build it (providers/internal/mimemsg).
+		from, err := mimemsg.ParseFrom(cmp.Or(m.From, p.from))
+		if err != nil {
+			return nil, &providers.Error{Class: providers.Permanent, Code: "bad_from", Err: err}
+		}
+		built, err := mimemsg.Build(from, m, time.Now())
+		if err != nil {
+			return nil, &providers.Error{Class: providers.Permanent, Code: "bad_message", Err: err}
+		}
+		// Reply-To travels in the raw message's headers.
+		in.Content = &types.EmailContent{Raw: &types.RawMessage{Data: built.Raw}}
+	}
+	if m.ReplyTo != "" && in.Content.Raw == nil {
 		rt, err := mail.ParseAddressList(m.ReplyTo)
 		if err != nil {
 			return nil, &providers.Error{Class: providers.Permanent, Code: "bad_reply_to", Err: errors.New("reply-to is not an email address")}

@@ -90,6 +90,11 @@ type Email struct {
 	ConfigurationSetName string
 	Destination          struct{ ToAddresses []string }
 	Content              struct {
+		// Raw is the whole MIME message (SES v2 sends it base64 in JSON): what the
+		// provider sends for an email with attachments.
+		Raw struct {
+			Data []byte
+		}
 		Simple struct {
 			Subject struct{ Data, Charset string }
 			Body    struct {

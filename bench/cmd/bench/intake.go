@@ -61,6 +61,12 @@ type caddyProc struct {
 }
 
 func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
+	return startCaddyWith(cfg, name, storage, intakeCaddyfile)
+}
+
+// startCaddyWith is startCaddy with another Caddyfile (same placeholders; it must
+// answer /ceiling once it is up).
+func startCaddyWith(cfg *config, name, storage, caddyfile string) (*caddyProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -73,7 +79,7 @@ func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cf := strings.NewReplacer("{{DIR}}", dir, "{{STORAGE}}", storage, "{{PORT}}", strconv.Itoa(port), "{{ADMIN}}", strconv.Itoa(admin)).Replace(intakeCaddyfile)
+	cf := strings.NewReplacer("{{DIR}}", dir, "{{STORAGE}}", storage, "{{PORT}}", strconv.Itoa(port), "{{ADMIN}}", strconv.Itoa(admin)).Replace(caddyfile)
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(cf), 0o600); err != nil {
 		return nil, err

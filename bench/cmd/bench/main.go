@@ -50,7 +50,7 @@ func main() {
 	var cfg config
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
-	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim,inbox), for profiling; the report then lacks the others")
+	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim,inbox,uploads), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
@@ -110,7 +110,7 @@ func run(cfg *config) error {
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
-	if cfg.runs("intake") {
+	if cfg.runs("intake") || cfg.runs("uploads") {
 		logf("building caddy from ../cmd/caddy")
 		cfg.caddyBin = filepath.Join(tmp, "caddy")
 		if err := buildCaddy(cfg.caddyBin); err != nil {
@@ -127,6 +127,7 @@ func run(cfg *config) error {
 		{"c2s", "commit-to-send", benchCommitToSend},
 		{"claim", "claim latency", benchClaim},
 		{"inbox", "inbox pages", benchInbox},
+		{"uploads", "uploads", benchUploads},
 	}
 	for _, p := range parts {
 		if !cfg.runs(p.name) {

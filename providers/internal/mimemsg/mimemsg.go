@@ -1,12 +1,14 @@
 // Package mimemsg builds the RFC 5322 message the file and SMTP providers hand over:
 // the configured From, the visitor only in Reply-To, an RFC 2047 encoded Subject, a
 // Message-ID derived from the delivery id, and a multipart/alternative body with a
-// quoted-printable plain-text part always and an HTML part when given. The output is
+// quoted-printable plain-text part always and an HTML part when given; with attachments
+// that body is the first part of a multipart/mixed message, each file a base64 part. The output is
 // 7-bit clean with CRLF line ends, ready for an .eml file or SMTP DATA.
 package mimemsg
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -82,22 +84,86 @@ func Build(from *mail.Address, m providers.Message, now time.Time) (*Built, erro
 
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	// Folded: with its 60-character boundary the field would pass 78 characters.
-	header("Content-Type", "multipart/alternative;\r\n boundary=\""+mw.Boundary()+"\"")
+	alt := mw
+	var mixed *multipart.Writer
+	if len(m.Attachments) > 0 {
+		// multipart/mixed: the alternative text and HTML first, then each file.
+		mixed = mw
+		header("Content-Type", "multipart/mixed;\r\n boundary=\""+mixed.Boundary()+"\"")
+		var err error
+		if alt, err = nestedAlternative(mixed); err != nil {
+			return nil, err
+		}
+	} else {
+		// Folded: with its 60-character boundary the field would pass 78 characters.
+		header("Content-Type", "multipart/alternative;\r\n boundary=\""+mw.Boundary()+"\"")
+	}
 	b.WriteString("\r\n")
-	if err := writePart(mw, "text/plain; charset=utf-8", m.Text); err != nil {
+	if err := writePart(alt, "text/plain; charset=utf-8", m.Text); err != nil {
 		return nil, err
 	}
 	if m.HTML != "" {
-		if err := writePart(mw, "text/html; charset=utf-8", m.HTML); err != nil {
+		if err := writePart(alt, "text/html; charset=utf-8", m.HTML); err != nil {
 			return nil, err
 		}
 	}
-	if err := mw.Close(); err != nil {
+	if err := alt.Close(); err != nil {
 		return nil, err
+	}
+	if mixed != nil {
+		for _, a := range m.Attachments {
+			if err := writeAttachment(mixed, a); err != nil {
+				return nil, err
+			}
+		}
+		if err := mixed.Close(); err != nil {
+			return nil, err
+		}
 	}
 	b.Write(body.Bytes())
 	return &Built{Raw: b.Bytes(), MessageID: msgID, To: to}, nil
+}
+
+// nestedAlternative opens a multipart/alternative part inside mixed for the bodies.
+func nestedAlternative(mixed *multipart.Writer) (*multipart.Writer, error) {
+	boundary := multipart.NewWriter(io.Discard).Boundary() // a fresh random one
+	w, err := mixed.CreatePart(textproto.MIMEHeader{
+		"Content-Type": {"multipart/alternative;\r\n boundary=\"" + boundary + "\""},
+	})
+	if err != nil {
+		return nil, err
+	}
+	alt := multipart.NewWriter(w)
+	if err := alt.SetBoundary(boundary); err != nil {
+		return nil, err
+	}
+	return alt, nil
+}
+
+// writeAttachment writes one file as a base64 attachment part, its name encoded as a
+// header parameter (RFC 2231 for non-ASCII) and its lines at 76 characters.
+func writeAttachment(mixed *multipart.Writer, a providers.Attachment) error {
+	ct := a.ContentType
+	if _, _, err := mime.ParseMediaType(ct); err != nil || ct == "" {
+		ct = "application/octet-stream"
+	}
+	w, err := mixed.CreatePart(textproto.MIMEHeader{
+		"Content-Type":              {ct},
+		"Content-Disposition":       {mime.FormatMediaType("attachment", map[string]string{"filename": a.Name})},
+		"Content-Transfer-Encoding": {"base64"},
+	})
+	if err != nil {
+		return err
+	}
+	enc := base64.StdEncoding.EncodeToString(a.Content)
+	for len(enc) > 76 {
+		if _, err := io.WriteString(w, enc[:76]+"\r\n"); err != nil {
+			return err
+		}
+		enc = enc[76:]
+	}
+	_, err = io.WriteString(w, enc+"\r\n")
+	return err
 }
 
 // ParseFrom parses the configured sender: one address, no line break.
@@ -159,4 +225,41 @@ func ReadAlternative(msg *mail.Message) (text, html string, err error) {
 	}
 	bodies = append(bodies, "")
 	return bodies[0], bodies[1], nil
+}
+
+// ReadMixed reads back a message Build made with attachments: the text and HTML of its
+// first part, then every attached file with its name and type (the tests of the
+// providers that send attachments use it).
+func ReadMixed(msg *mail.Message) (text, html string, files []providers.Attachment, err error) {
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/mixed" {
+		return "", "", nil, fmt.Errorf("content type %q is not multipart/mixed (%v)", msg.Header.Get("Content-Type"), err)
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	first, err := mr.NextPart()
+	if err != nil {
+		return "", "", nil, fmt.Errorf("first part: %w", err)
+	}
+	text, html, err = ReadAlternative(&mail.Message{Header: mail.Header(first.Header), Body: first})
+	if err != nil {
+		return "", "", nil, err
+	}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return text, html, files, nil
+		}
+		if err != nil {
+			return "", "", nil, fmt.Errorf("next part: %w", err)
+		}
+		disp, dp, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		if err != nil || disp != "attachment" || part.Header.Get("Content-Transfer-Encoding") != "base64" {
+			return "", "", nil, fmt.Errorf("part %q is not a base64 attachment", part.Header.Get("Content-Disposition"))
+		}
+		b, err := io.ReadAll(base64.NewDecoder(base64.StdEncoding, part))
+		if err != nil {
+			return "", "", nil, fmt.Errorf("attachment %q: %w", dp["filename"], err)
+		}
+		files = append(files, providers.Attachment{Name: dp["filename"], ContentType: part.Header.Get("Content-Type"), Content: b})
+	}
 }
