@@ -195,6 +195,7 @@ func TestChatChannelsEndToEnd(t *testing.T) {
 // key, so the attempt is recorded ambiguous (after providers/chat.DefaultTimeout),
 // counted in form_outbox_deliveries_total, and retried until sent.
 func TestHungChatRequestIsAmbiguousRetriedAndCounted(t *testing.T) {
+	t.Parallel()
 	_, sl, _, _, p, db := startChatCaddy(t)
 	sl.Enqueue(slackfake.Reply{Hang: true})
 	resp, _ := postForm(t, p, url.Values{"topic": {"slack"}, "message": {"hung-slack"}}, nil)

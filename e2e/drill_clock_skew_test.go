@@ -14,14 +14,14 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers/fake"
 )
 
-// TestDrillClockSkew runs two workers on one PostgreSQL schema, each with its own pool as
+// drillClockSkew runs two workers on one PostgreSQL schema, each with its own pool as
 // two Caddy processes have, one clock five minutes behind and one five minutes ahead. A
 // Caddy process cannot be given a skewed clock from outside (Go reads the time without
 // libc, so faketime has no effect), hence the workers run in this process, with the
 // production code path: WorkerConfig.Now skewed, nothing else changed. Both must deliver
 // what the database sees as due, exactly once; reclaim leases the database sees as
 // expired; and leave alone retries the database sees as two minutes away.
-func TestDrillClockSkew(t *testing.T) {
+func drillClockSkew(t *testing.T) {
 	cfg := storetest.NewPostgresSchema(t)
 	behind := storetest.OpenPostgresAt(t, cfg)
 	ahead := storetest.OpenPostgresAt(t, cfg)

@@ -78,11 +78,11 @@ func waitHealthy(t *testing.T, c *caddyProc) {
 	}
 }
 
-// TestDrillDiskFullSpool fills the spool's filesystem (a 64 KiB tmpfs) while PostgreSQL
+// drillDiskFullSpool fills the spool's filesystem (a 64 KiB tmpfs) while PostgreSQL
 // is down: posts the spool can hold are answered queued, the rest 503 with Retry-After,
 // health says the disk is full, and once PostgreSQL is back the spool drains, every
 // acknowledged post is stored once and the spool takes submissions again.
-func TestDrillDiskFullSpool(t *testing.T) {
+func drillDiskFullSpool(t *testing.T) {
 	const n, rate = 150, 15
 	spoolDir := mountTmpfs(t, "64k")
 	pg := newPGCluster(t)
@@ -128,11 +128,11 @@ func TestDrillDiskFullSpool(t *testing.T) {
 var diskFullSQLiteCaddyfile = strings.NewReplacer(`storage postgres "{{DSN}}"`, "storage sqlite {{MNT}}/forms.db\n\t\tspool {{MNT}}/spool",
 	"\t\t\tpoll_interval 500ms", "\t\t\tpoll_interval 500ms\n\t\t\tlease 10s").Replace(spoolCaddyfile)
 
-// TestDrillDiskFullSQLite fills the filesystem that holds the SQLite database and the
+// drillDiskFullSQLite fills the filesystem that holds the SQLite database and the
 // spool mid-load: every post is acknowledged and durable or answered 503 with
 // Retry-After, health says why, and once space returns the retried posts are stored, the
 // database passes integrity_check and every delivery is sent.
-func TestDrillDiskFullSQLite(t *testing.T) {
+func drillDiskFullSQLite(t *testing.T) {
 	const n, rate = 200, 15
 	mnt := mountTmpfs(t, "16m")
 	hook := newReceiver(t)

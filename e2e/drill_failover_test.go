@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestDrillFailover runs Caddy on a primary and a streaming replica through one
+// drillFailover runs Caddy on a primary and a streaming replica through one
 // multi-host DSN (target_session_attrs=read-write), kills the primary (-9) mid-load and
 // promotes the replica, as a managed PostgreSQL fails over. Posts in the window are
 // answered queued within the accept deadline, every acknowledged one is stored once on
@@ -21,7 +21,7 @@ import (
 // The replica is synchronous (synchronous_standby_names '*', as managed failover pairs
 // are): with asynchronous replication a commit acknowledged by the old primary but not
 // yet streamed is lost by any failover, whatever the application does.
-func TestDrillFailover(t *testing.T) {
+func drillFailover(t *testing.T) {
 	const n, rate = 400, 12
 	primary := newPGCluster(t)
 	replica := newPGReplica(t, primary)

@@ -13,12 +13,12 @@ import (
 // slower than this waited on a TCP timeout instead of spooling.
 const drillAnswerBound = 4 * time.Second
 
-// TestDrillPartition runs PostgreSQL in a network namespace of its own and drops every
+// drillPartition runs PostgreSQL in a network namespace of its own and drops every
 // packet between it and Caddy for 25 s mid-load: posts during the partition are answered
 // queued within the accept deadline, the same Caddy process (no restart) stores them all
 // once the packets flow again, and deliveries resume. Recovery is the time from the heal
 // until posts are stored straight away again and the spool is empty.
-func TestDrillPartition(t *testing.T) {
+func drillPartition(t *testing.T) {
 	const n, rate, partition = 500, 12, 25 * time.Second
 	link := newNetnsLink(t)
 	pg := newPGClusterIn(t, link.NS, link.NSAddr)

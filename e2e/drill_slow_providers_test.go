@@ -135,11 +135,11 @@ http://127.0.0.1:{{HTTP}} {
 }
 `
 
-// TestDrillSlowProviders sends every submission to a webhook that answers after 25s, one
+// drillSlowProviders sends every submission to a webhook that answers after 25s, one
 // that never answers and one that resets mid-answer. Each first try is classified
 // ambiguous (the request was written), the 3s lease is renewed through the 15s timeout so
 // nobody else sends meanwhile, and every delivery ends sent: none is left in sending.
-func TestDrillSlowProviders(t *testing.T) {
+func drillSlowProviders(t *testing.T) {
 	pc := storetest.NewPostgresSchemaName(t)
 	recv := newFlakyReceiver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

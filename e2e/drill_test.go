@@ -19,6 +19,30 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/internal/drills"
 )
 
+// TestDrill runs every drill (docs/drills.md), one after another: each loads the machine
+// on purpose and measures bounds (answer times, recovery) that two drills at once would
+// blur. The drills as a whole run beside the other e2e tests, so the suite's wall time is
+// the longer of the two, not their sum. One drill: go test ./e2e -run TestDrill/Partition.
+// The longest come first, so the short ones fill the end of the parallel phase.
+func TestDrill(t *testing.T) {
+	t.Parallel()
+	for _, d := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"Partition", drillPartition},
+		{"RateLimits", drillRateLimits},
+		{"Failover", drillFailover},
+		{"DiskFullSpool", drillDiskFullSpool},
+		{"SlowProviders", drillSlowProviders},
+		{"DiskFullSQLite", drillDiskFullSQLite},
+		{"Zombie", drillZombie},
+		{"ClockSkew", drillClockSkew},
+	} {
+		t.Run(d.name, d.run)
+	}
+}
+
 // drillResult is the figures one drill publishes (internal/drills).
 type drillResult = drills.Result
 

@@ -13,7 +13,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
-// TestDrillZombie freezes a Caddy process (SIGSTOP) while it holds leases mid-send: the
+// drillZombie freezes a Caddy process (SIGSTOP) while it holds leases mid-send: the
 // webhook receiver holds every request open, so "mid-send" is certain. The receiver then
 // answers the frozen process's requests (the sends happened; their sender never learns
 // it), the leases (3s) expire and a second instance delivers everything again. When the
@@ -21,7 +21,7 @@ import (
 // attempt of its is recorded, and every delivery shows the second instance's one send.
 // The duplicate sends this costs are counted, and bounded by the zombie's in-flight sends,
 // the ambiguous attempts.
-func TestDrillZombie(t *testing.T) {
+func drillZombie(t *testing.T) {
 	pc := storetest.NewPostgresSchemaName(t)
 	recv := newReceiver(t)
 	hook := recv.srv.URL + "/hook"
