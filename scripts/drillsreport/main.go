@@ -1,5 +1,5 @@
 // Command drillsreport assembles docs/drills.md from the JSON files the e2e drills
-// (e2e/drill_*_test.go, TestDrill/*) write when FORM_OUTBOX_DRILL_RESULTS names a
+// (e2e/drill_*_test.go, TestDrill*) write when FORM_OUTBOX_DRILL_RESULTS names a
 // directory. scripts/drills runs the drills and then this program.
 //
 // Usage: go run ./scripts/drillsreport RESULTS_DIR OUTPUT.md
