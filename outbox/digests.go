@@ -57,7 +57,7 @@ type DigestStore interface {
 
 // PlannedDeliveries fills in what the stores fill in for a digest's deliveries: each
 // belongs to d.Items[0], is pending unless told otherwise, and is due at d.CreatedAt.
-// Both stores call it, as they call PlannedDelivery for Accept.
+// storeflow.CreateDigest calls it, as the stores call PlannedDelivery for Accept.
 func (d Digest) PlannedDeliveries(deliveries []Delivery) []Delivery {
 	anchor := &Submission{ID: d.Items[0], Status: SubmissionAccepted}
 	out := make([]Delivery, len(deliveries))

@@ -3,13 +3,13 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 var (
@@ -19,11 +19,6 @@ var (
 	qInsertDigest          = queries.Must("InsertDigest")
 	qInsertDigestItems     = queries.Must("InsertDigestItems")
 	qInsertDigestDelivery  = queries.Must("InsertDigestDelivery")
-	qInsertDigestEvent     = queries.Must("InsertDigestEvent")
-
-	// errDigestConflict rolls back a CreateDigest that found the period digested, or one
-	// of its submissions listed, by another closer.
-	errDigestConflict = errors.New("digest conflict")
 
 	_ outbox.DigestStore = (*Store)(nil)
 )
@@ -77,59 +72,37 @@ func (s *Store) DigestPeriods(ctx context.Context, form, route string, from, unt
 	return out, nil
 }
 
-// CreateDigest implements outbox.DigestStore. Under READ COMMITTED, an insert that meets
-// a key another transaction is inserting waits for it, then skips the row if it
-// committed: the skipped row is the conflict, and the whole transaction is rolled back.
+// CreateDigest implements outbox.DigestStore; storeflow.CreateDigest runs its steps
+// over the flowTx methods below.
 func (s *Store) CreateDigest(ctx context.Context, d outbox.Digest, deliveries []outbox.Delivery) (bool, error) {
-	if len(d.Items) == 0 {
-		return false, errors.New("create digest: no submissions")
+	return storeflow.CreateDigest(ctx, flow{s}, d, deliveries)
+}
+
+// InsertDigest: under READ COMMITTED, an insert that meets a key another transaction is
+// inserting waits for it, then skips the row if it committed; the skipped row is the
+// conflict. InsertDigestItems skips a listed submission the same way.
+func (t flowTx) InsertDigest(ctx context.Context, d outbox.Digest) (bool, error) {
+	tag, err := t.tx.Exec(ctx, qInsertDigest, d.Form, d.Route, d.PeriodStart, d.PeriodEnd, len(d.Items), d.Items[0], d.CreatedAt)
+	return tag.RowsAffected() > 0, err
+}
+
+// InsertDigestItems lists all of d.Items in one statement.
+func (t flowTx) InsertDigestItems(ctx context.Context, d outbox.Digest) (int, error) {
+	tag, err := t.tx.Exec(ctx, qInsertDigestItems, d.Form, d.Route, d.Items, d.PeriodStart)
+	return int(tag.RowsAffected()), err
+}
+
+func (t flowTx) InsertDelivery(ctx context.Context, del outbox.Delivery) error {
+	payload := string(del.Payload)
+	if payload == "" {
+		payload = "{}"
 	}
-	planned := d.PlannedDeliveries(deliveries)
-	anchor := d.Items[0]
-	err := txOn(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, qInsertDigest, d.Form, d.Route, d.PeriodStart, d.PeriodEnd, len(d.Items), anchor, d.CreatedAt)
-		if err != nil {
-			return fmt.Errorf("insert digest: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return errDigestConflict
-		}
-		tag, err = tx.Exec(ctx, qInsertDigestItems, d.Form, d.Route, d.Items, d.PeriodStart)
-		if err != nil {
-			return fmt.Errorf("insert digest items: %w", err)
-		}
-		if tag.RowsAffected() != int64(len(d.Items)) {
-			return errDigestConflict
-		}
-		for i, del := range planned {
-			payload := string(del.Payload)
-			if payload == "" {
-				payload = "{}"
-			}
-			if _, err := tx.Exec(ctx, qInsertDigestDelivery,
-				del.ID, anchor, del.Route, string(del.Channel), del.Recipient, string(del.Status),
-				del.Attempts, del.MaxAttempts, del.NextAttemptAt, del.LeaseOwner, del.LeaseToken,
-				nullTime(del.LockedUntil), del.LastError, del.Provider, del.ProviderMessageID, payload,
-				del.CreatedAt, del.UpdatedAt, nullTime(del.SentAt)); err != nil {
-				return fmt.Errorf("insert digest delivery %d: %w", i, err)
-			}
-		}
-		data := string(d.Event.Data)
-		if data == "" {
-			data = "{}"
-		}
-		if _, err := tx.Exec(ctx, qInsertDigestEvent, outbox.EventDigestCreated, anchor, data, d.CreatedAt); err != nil {
-			return fmt.Errorf("insert digest event: %w", err)
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errDigestConflict):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("create digest %s/%s %s: %w", d.Form, d.Route, d.PeriodStart.Format(time.RFC3339), err)
-	}
-	return true, nil
+	_, err := t.tx.Exec(ctx, qInsertDigestDelivery,
+		del.ID, del.SubmissionID, del.Route, string(del.Channel), del.Recipient, string(del.Status),
+		del.Attempts, del.MaxAttempts, del.NextAttemptAt, del.LeaseOwner, del.LeaseToken,
+		nullTime(del.LockedUntil), del.LastError, del.Provider, del.ProviderMessageID, payload,
+		del.CreatedAt, del.UpdatedAt, nullTime(del.SentAt))
+	return err
 }
 
 // nullTime is NULL for the zero time (not leased, not sent).

@@ -57,15 +57,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 	}
 	for i := range deliveries {
 		d := outbox.PlannedDelivery(sub, deliveries[i], created)
-		payload := string(d.Payload)
-		if len(d.Payload) == 0 {
-			payload = "{}"
-		}
-		if _, err := tx.ExecContext(ctx, qInsertDelivery,
-			d.ID.String(), sub.ID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status),
-			d.Attempts, d.MaxAttempts, micros(d.NextAttemptAt), d.LeaseOwner, d.LeaseToken,
-			nullMicros(d.LockedUntil), d.LastError, d.Provider, d.ProviderMessageID, payload,
-			micros(d.CreatedAt), micros(d.UpdatedAt), nullMicros(d.SentAt)); err != nil {
+		if err := insertDelivery(ctx, tx, d); err != nil { // digest.go
 			return outbox.AcceptResult{}, fmt.Errorf("insert delivery %d (route %q): %w", i, d.Route, err)
 		}
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 var (
@@ -19,8 +19,6 @@ var (
 	qDigestPeriods                            = queries.Must("DigestPeriods")
 	qInsertDigest                             = queries.Must("InsertDigest")
 	qInsertDigestItem                         = queries.Must("InsertDigestItem")
-	qInsertDigestEvent                        = queries.Must("InsertDigestEvent")
-	errDigestConflict                         = errors.New("digest conflict")
 	_                      outbox.DigestStore = (*Store)(nil)
 )
 
@@ -90,70 +88,43 @@ func (s *Store) DigestPeriods(ctx context.Context, form, route string, from, unt
 	return out, nil
 }
 
-// CreateDigest implements outbox.DigestStore. The single writer connection serialises it
-// with every other write, so a conflict seen here is a digest another closer committed.
+// CreateDigest implements outbox.DigestStore; storeflow.CreateDigest runs its steps
+// over the flowTx methods below. The single writer connection serialises it with every
+// other write, so a conflict seen here is a digest another closer committed.
 func (s *Store) CreateDigest(ctx context.Context, d outbox.Digest, deliveries []outbox.Delivery) (bool, error) {
-	if len(d.Items) == 0 {
-		return false, errors.New("create digest: no submissions")
-	}
-	planned := d.PlannedDeliveries(deliveries)
-	anchor := d.Items[0].String()
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, qInsertDigest, d.Form, d.Route, micros(d.PeriodStart), micros(d.PeriodEnd),
-			len(d.Items), anchor, micros(d.CreatedAt))
-		if err != nil {
-			return fmt.Errorf("insert digest: %w", err)
-		}
-		if err := oneRow(res); err != nil {
-			return err
-		}
-		for _, id := range d.Items {
-			res, err := tx.ExecContext(ctx, qInsertDigestItem, d.Form, d.Route, id.String(), micros(d.PeriodStart))
-			if err != nil {
-				return fmt.Errorf("insert digest item: %w", err)
-			}
-			if err := oneRow(res); err != nil {
-				return err
-			}
-		}
-		for i, del := range planned {
-			if _, err := tx.ExecContext(ctx, qInsertDelivery,
-				del.ID.String(), anchor, del.Route, string(del.Channel), del.Recipient, string(del.Status),
-				del.Attempts, del.MaxAttempts, micros(del.NextAttemptAt), del.LeaseOwner, del.LeaseToken,
-				nullMicros(del.LockedUntil), del.LastError, del.Provider, del.ProviderMessageID, payloadText(del.Payload),
-				micros(del.CreatedAt), micros(del.UpdatedAt), nullMicros(del.SentAt)); err != nil {
-				return fmt.Errorf("insert digest delivery %d: %w", i, err)
-			}
-		}
-		data := string(d.Event.Data)
-		if data == "" {
-			data = "{}"
-		}
-		if _, err := tx.ExecContext(ctx, qInsertDigestEvent, outbox.EventDigestCreated, anchor, data, micros(d.CreatedAt)); err != nil {
-			return fmt.Errorf("insert digest event: %w", err)
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errDigestConflict):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("create digest %s/%s %s: %w", d.Form, d.Route, d.PeriodStart.Format(time.RFC3339), err)
-	}
-	return true, nil
+	return storeflow.CreateDigest(ctx, flow{s}, d, deliveries)
 }
 
-// oneRow is nil when res inserted its row, errDigestConflict when ON CONFLICT DO NOTHING
-// skipped it.
-func oneRow(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
+func (t flowTx) InsertDigest(ctx context.Context, d outbox.Digest) (bool, error) {
+	n, err := t.changed(ctx, qInsertDigest, d.Form, d.Route, micros(d.PeriodStart), micros(d.PeriodEnd),
+		len(d.Items), d.Items[0].String(), micros(d.CreatedAt))
+	return n > 0, err
+}
+
+// InsertDigestItems lists d.Items one statement each, up to the first one another
+// digest of the route lists.
+func (t flowTx) InsertDigestItems(ctx context.Context, d outbox.Digest) (int, error) {
+	for i, id := range d.Items {
+		n, err := t.changed(ctx, qInsertDigestItem, d.Form, d.Route, id.String(), micros(d.PeriodStart))
+		if err != nil || n == 0 {
+			return i, err
+		}
 	}
-	if n == 0 {
-		return errDigestConflict
-	}
-	return nil
+	return len(d.Items), nil
+}
+
+func (t flowTx) InsertDelivery(ctx context.Context, del outbox.Delivery) error {
+	return insertDelivery(ctx, t.tx, del)
+}
+
+// insertDelivery stores one planned delivery (outbox.PlannedDelivery).
+func insertDelivery(ctx context.Context, tx txQuerier, d outbox.Delivery) error {
+	_, err := tx.ExecContext(ctx, qInsertDelivery,
+		d.ID.String(), d.SubmissionID.String(), d.Route, string(d.Channel), d.Recipient, string(d.Status),
+		d.Attempts, d.MaxAttempts, micros(d.NextAttemptAt), d.LeaseOwner, d.LeaseToken,
+		nullMicros(d.LockedUntil), d.LastError, d.Provider, d.ProviderMessageID, payloadText(d.Payload),
+		micros(d.CreatedAt), micros(d.UpdatedAt), nullMicros(d.SentAt))
+	return err
 }
 
 // payloadText is a payload as stored: an empty one is the empty object.

@@ -208,3 +208,24 @@ var _ = register("DigestItemsGoWithTheirSubmission", func(t *testing.T, s outbox
 		t.Errorf("digest periods after erasure = %v (%v), want the period still digested", periods, err)
 	}
 })
+
+// A digest whose event carries no data, with a delivery without payload, stores the
+// empty object for both (storeflow.CreateDigest; the stores' json columns).
+var _ = register("DigestWithoutDataStoresEmptyObjects", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	start := t0.Truncate(time.Hour)
+	sub := NewSubmission("contact", WithCreatedAt(start.Add(minutes(1))))
+	MustAccept(t, s, sub)
+	d, ds := digestOf(start, sub.ID)
+	d.Event.Data, ds[0].Payload = nil, nil
+	if !createDigest(t, s, d, ds) {
+		t.Fatal("create digest = false on a fresh period")
+	}
+	evs, err := s.ListEvents(ctx, outbox.EventDigestCreated, 10)
+	if err != nil || len(evs) != 1 || string(evs[0].Data) != "{}" || evs[0].SubmissionID != sub.ID {
+		t.Errorf("digest.created events = %+v (%v), want one about %s with data {}", evs, err, sub.ID)
+	}
+	if got := getDelivery(t, s, ds[0].ID); string(got.Payload) != "{}" {
+		t.Errorf("digest delivery payload = %q, want {}", got.Payload)
+	}
+})

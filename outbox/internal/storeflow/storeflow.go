@@ -1,11 +1,12 @@
 // Package storeflow holds the sequences of steps that both stores run the same way in
 // their own dialect: recording post-send feedback, the suppression list's writes, the
-// operator's audited actions, a manual retry and a retention pass. Each store supplies a
-// Driver: it opens the write transaction and runs one named query (its
-// queries/*.sql) per Tx method, and it keeps what differs between dialects (time and
-// uuid encoding, row locks, "no row" errors). The sequence, the checks between its
-// steps and the errors it answers are written here once, so the stores cannot drift
-// apart on them (docs/design.md, "Storage").
+// operator's audited actions, a manual retry, a retention pass, writing a digest, and
+// writing and reading a submission's files. Each store supplies a Driver: it opens the
+// write transaction and runs one named query (its queries/*.sql) per Tx method, and it
+// keeps what differs between dialects (time and uuid encoding, row locks, "no row"
+// errors, how a skipped insert shows). The sequence, the checks between its steps and
+// the errors it answers are written here once, so the stores cannot drift apart on them
+// (docs/design.md, "Storage").
 package storeflow
 
 import (
@@ -87,11 +88,24 @@ type Tx interface {
 	// The window itself is kept by the deliveries triggers of migration 0005
 	// (docs/design.md, "Autoreplies").
 	PruneAutoreplies(ctx context.Context, before time.Time, batch int) error
+
+	// InsertDigest stores d's row, anchored at d.Items[0]; false when the period has its
+	// digest already. It and InsertDigestItems skip a row whose unique key is taken (ON
+	// CONFLICT DO NOTHING in queries/digest.sql) and say so (docs/design.md, "Digests").
+	InsertDigest(ctx context.Context, d outbox.Digest) (bool, error)
+	// InsertDigestItems lists d.Items under d's route and says how many it listed, fewer
+	// than len(d.Items) when another digest of the route lists one of them (it may stop
+	// at the first such one).
+	InsertDigestItems(ctx context.Context, d outbox.Digest) (int, error)
+	// InsertDelivery stores one planned delivery (outbox.Digest.PlannedDeliveries).
+	InsertDelivery(ctx context.Context, del outbox.Delivery) error
 }
 
 // Queries names the statements a driver runs for Tx, each a query of that name in the
 // store's queries/*.sql; a store fills it with sqlq.Set.MustFill, so a query missing
-// from either dialect panics at start-up.
+// from either dialect panics at start-up. The digest and file statements are named in
+// each store's digest.go and files.go instead, as their shape differs (one array insert
+// of a digest's items against one insert per item).
 type Queries struct {
 	FeedbackDeliveryByID, FeedbackDeliveryByMessageID string
 	ForgetOldReceipts, InsertReceipt, InsertFeedback  string

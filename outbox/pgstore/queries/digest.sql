@@ -37,6 +37,3 @@ INSERT INTO digest_items (form, route, submission_id, period_start)
 -- name: InsertDigestDelivery
 INSERT INTO deliveries ({{DeliveryColumns}})
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::json, $17, $18, $19)
-
--- name: InsertDigestEvent
-INSERT INTO events (kind, submission_id, delivery_id, data, at) VALUES ($1, $2, NULL, $3::json, $4)

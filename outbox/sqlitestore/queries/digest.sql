@@ -31,6 +31,3 @@ INSERT INTO digests (form, route, period_start, period_end, submissions, anchor_
 -- No row inserted: another digest of the route lists the submission already.
 INSERT INTO digest_items (form, route, submission_id, period_start) VALUES (?, ?, ?, ?)
 	ON CONFLICT DO NOTHING
-
--- name: InsertDigestEvent
-INSERT INTO events (kind, submission_id, delivery_id, data, at) VALUES (?, ?, NULL, ?, ?)
