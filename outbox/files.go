@@ -125,8 +125,8 @@ type FileStore interface {
 // ChunkFile calls write with the successive chunks of f's content (at most
 // FileChunkSize bytes each, numbered from 0; the slice is reused after write returns). The bytes read must match f.Size and
 // f.SHA256, so a file cut short (a temporary file that went away, a spool copy damaged
-// on disk) fails the transaction rather than being stored half. Both stores call it
-// inside their accept transaction.
+// on disk) fails the transaction rather than being stored half. storeflow.InsertFiles
+// calls it inside each store's accept transaction.
 func ChunkFile(f *File, write func(seq int, chunk []byte) error) error {
 	if !f.HasContent {
 		return nil
@@ -168,7 +168,7 @@ func ChunkFile(f *File, write func(seq int, chunk []byte) error) error {
 }
 
 // CopyChunks writes a stored file's chunks 0, 1, ... to w, reading each with chunk,
-// until chunk reports there is none (ok false). Both stores' CopyFile use it.
+// until chunk reports there is none (ok false). storeflow.CopyFile uses it.
 func CopyChunks(w io.Writer, chunk func(seq int) (data []byte, ok bool, err error)) (int64, error) {
 	var total int64
 	for seq := 0; ; seq++ {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 var (
@@ -74,27 +76,18 @@ func (s *Store) acceptWithFiles(ctx context.Context, it outbox.AcceptItem) outbo
 }
 
 func insertFiles(ctx context.Context, tx pgx.Tx, sub *outbox.Submission) error {
-	for i := range sub.Files {
-		f := &sub.Files[i]
-		if f.ID == uuid.Nil {
-			return fmt.Errorf("insert file %d: missing file id", i)
-		}
-		created := f.CreatedAt
-		if created.IsZero() {
-			created = sub.CreatedAt
-		}
-		if _, err := tx.Exec(ctx, qInsertFile, f.ID, sub.ID, i, f.Field, f.Name, f.DeclaredType, f.SniffedType,
-			f.Size, f.SHA256, f.Rejected, f.HasContent, created); err != nil {
-			return fmt.Errorf("insert file %d: %w", i, err)
-		}
-		if err := outbox.ChunkFile(f, func(seq int, chunk []byte) error {
-			_, err := tx.Exec(ctx, qInsertFileChunk, f.ID, seq, chunk)
-			return err
-		}); err != nil {
-			return fmt.Errorf("insert file %d: %w", i, err)
-		}
-	}
-	return nil
+	return storeflow.InsertFiles(ctx, flowTx{tx}, sub)
+}
+
+func (t flowTx) InsertFile(ctx context.Context, sub *outbox.Submission, position int, f *outbox.File, created time.Time) error {
+	_, err := t.tx.Exec(ctx, qInsertFile, f.ID, sub.ID, position, f.Field, f.Name, f.DeclaredType, f.SniffedType,
+		f.Size, f.SHA256, f.Rejected, f.HasContent, created)
+	return err
+}
+
+func (t flowTx) InsertFileChunk(ctx context.Context, fileID uuid.UUID, seq int, chunk []byte) error {
+	_, err := t.tx.Exec(ctx, qInsertFileChunk, fileID, seq, chunk)
+	return err
 }
 
 func scanFile(row pgx.Row) (outbox.File, error) {
@@ -120,31 +113,27 @@ func (s *Store) SubmissionFiles(ctx context.Context, submissionID uuid.UUID) ([]
 
 // GetFile returns one file's metadata, or outbox.ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id uuid.UUID) (*outbox.File, error) {
-	f, err := scanFile(s.pool.QueryRow(ctx, qGetFile, id))
-	if isNoRows(err) {
-		return nil, fmt.Errorf("get file %s: %w", id, outbox.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get file %s: %w", id, err)
-	}
-	return &f, nil
+	return storeflow.GetFile(ctx, flow{s}, id)
 }
 
 // CopyFile writes a file's content to w, one chunk (one query) at a time.
 func (s *Store) CopyFile(ctx context.Context, id uuid.UUID, w io.Writer) (int64, error) {
-	if _, err := s.GetFile(ctx, id); err != nil {
-		return 0, err
+	return storeflow.CopyFile(ctx, flow{s}, id, w)
+}
+
+func (f flow) FileByID(ctx context.Context, id uuid.UUID) (outbox.File, error) {
+	file, err := scanFile(f.s.pool.QueryRow(ctx, qGetFile, id))
+	if isNoRows(err) {
+		return file, outbox.ErrNotFound
 	}
-	n, err := outbox.CopyChunks(w, func(seq int) ([]byte, bool, error) {
-		var chunk []byte
-		err := s.pool.QueryRow(ctx, qFileChunk, id, seq).Scan(&chunk)
-		if isNoRows(err) {
-			return nil, false, nil
-		}
-		return chunk, err == nil, err
-	})
-	if err != nil {
-		return n, fmt.Errorf("read file %s: %w", id, err)
+	return file, err
+}
+
+func (f flow) FileChunk(ctx context.Context, id uuid.UUID, seq int) ([]byte, bool, error) {
+	var chunk []byte
+	err := f.s.pool.QueryRow(ctx, qFileChunk, id, seq).Scan(&chunk)
+	if isNoRows(err) {
+		return nil, false, nil
 	}
-	return n, nil
+	return chunk, err == nil, err
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
-// flow is the store as a storeflow.Driver: the sequences of feedback.go, inbox.go,
-// lease.go and ops.go are written once in outbox/internal/storeflow, over the statements
-// of queries/feedback.sql, inbox.sql and ops.sql run here.
+// flow is the store as a storeflow.Driver (and storeflow.FileReader): the sequences of
+// feedback.go, inbox.go, lease.go, ops.go, digest.go and files.go are written once in
+// outbox/internal/storeflow, over the statements of queries/feedback.sql, inbox.sql,
+// ops.sql, digest.sql and files.sql run here and in digest.go and files.go.
 type flow struct{ s *Store }
 
 func (f flow) WriteTx(ctx context.Context, fn func(storeflow.Tx) error) error {

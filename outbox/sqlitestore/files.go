@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
 var (
@@ -21,27 +23,20 @@ var (
 )
 
 // insertFiles writes sub's files and their content inside the accept transaction
-// (docs/design.md, "Files").
+// (storeflow.InsertFiles).
 func insertFiles(ctx context.Context, tx txQuerier, sub *outbox.Submission) error {
-	for i := range sub.Files {
-		f := &sub.Files[i]
-		if f.ID == uuid.Nil {
-			return fmt.Errorf("insert file %d: missing file id", i)
-		}
-		if _, err := tx.ExecContext(ctx, qInsertFile, f.ID.String(), sub.ID.String(), i, f.Field, f.Name,
-			f.DeclaredType, f.SniffedType, f.Size, f.SHA256, f.Rejected, f.HasContent,
-			micros(orTime(f.CreatedAt, sub.CreatedAt))); err != nil {
-			return fmt.Errorf("insert file %d: %w", i, err)
-		}
-		id := f.ID.String()
-		if err := outbox.ChunkFile(f, func(seq int, chunk []byte) error {
-			_, err := tx.ExecContext(ctx, qInsertFileChunk, id, seq, chunk)
-			return err
-		}); err != nil {
-			return fmt.Errorf("insert file %d: %w", i, err)
-		}
-	}
-	return nil
+	return storeflow.InsertFiles(ctx, flowTx{tx}, sub)
+}
+
+func (t flowTx) InsertFile(ctx context.Context, sub *outbox.Submission, position int, f *outbox.File, created time.Time) error {
+	_, err := t.tx.ExecContext(ctx, qInsertFile, f.ID.String(), sub.ID.String(), position, f.Field, f.Name,
+		f.DeclaredType, f.SniffedType, f.Size, f.SHA256, f.Rejected, f.HasContent, micros(created))
+	return err
+}
+
+func (t flowTx) InsertFileChunk(ctx context.Context, fileID uuid.UUID, seq int, chunk []byte) error {
+	_, err := t.tx.ExecContext(ctx, qInsertFileChunk, fileID.String(), seq, chunk)
+	return err
 }
 
 func scanFile(row interface{ Scan(...any) error }) (outbox.File, error) {
@@ -90,31 +85,27 @@ func (s *Store) SubmissionFiles(ctx context.Context, submissionID uuid.UUID) ([]
 
 // GetFile returns one file's metadata, or outbox.ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id uuid.UUID) (*outbox.File, error) {
-	f, err := scanFile(s.r.QueryRowContext(ctx, qGetFile, id.String()))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("get file %s: %w", id, outbox.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get file %s: %w", id, err)
-	}
-	return &f, nil
+	return storeflow.GetFile(ctx, flow{s}, id)
 }
 
 // CopyFile writes a file's content to w, one chunk (one query) at a time.
 func (s *Store) CopyFile(ctx context.Context, id uuid.UUID, w io.Writer) (int64, error) {
-	if _, err := s.GetFile(ctx, id); err != nil {
-		return 0, err
+	return storeflow.CopyFile(ctx, flow{s}, id, w)
+}
+
+func (f flow) FileByID(ctx context.Context, id uuid.UUID) (outbox.File, error) {
+	file, err := scanFile(f.s.r.QueryRowContext(ctx, qGetFile, id.String()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return file, outbox.ErrNotFound
 	}
-	n, err := outbox.CopyChunks(w, func(seq int) ([]byte, bool, error) {
-		var chunk []byte
-		err := s.r.QueryRowContext(ctx, qFileChunk, id.String(), seq).Scan(&chunk)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, nil
-		}
-		return chunk, err == nil, err
-	})
-	if err != nil {
-		return n, fmt.Errorf("read file %s: %w", id, err)
+	return file, err
+}
+
+func (f flow) FileChunk(ctx context.Context, id uuid.UUID, seq int) ([]byte, bool, error) {
+	var chunk []byte
+	err := f.s.r.QueryRowContext(ctx, qFileChunk, id.String(), seq).Scan(&chunk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
 	}
-	return n, nil
+	return chunk, err == nil, err
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox/internal/storeflow"
 )
 
-// flow is the store as a storeflow.Driver: the sequences of feedback.go, inbox.go,
-// lease.go and ops.go are written once in outbox/internal/storeflow, over the statements
-// of queries/feedback.sql, inbox.sql and ops.sql run here. Times are stored as Unix
+// flow is the store as a storeflow.Driver (and storeflow.FileReader): the sequences of
+// feedback.go, inbox.go, lease.go, ops.go, digest.go and files.go are written once in
+// outbox/internal/storeflow, over the statements of queries/feedback.sql, inbox.sql,
+// ops.sql, digest.sql and files.sql run here and in digest.go and files.go. Times are stored as Unix
 // microseconds and ids as text.
 type flow struct{ s *Store }
 
@@ -23,8 +24,9 @@ func (f flow) WriteTx(ctx context.Context, fn func(storeflow.Tx) error) error {
 }
 
 // flowTx runs the statements in one transaction on the single writer connection, which
-// serializes every write: a row read is still as read when the sequence writes it.
-type flowTx struct{ tx *sql.Tx }
+// serializes every write: a row read is still as read when the sequence writes it. The
+// accept transaction's statements (txStmts) serve as well.
+type flowTx struct{ tx txQuerier }
 
 // oneDelivery reads one delivery, outbox.ErrNotFound when there is none.
 func (t flowTx) oneDelivery(ctx context.Context, q string, arg any) (outbox.Delivery, error) {
