@@ -26,6 +26,14 @@ type report struct {
 	c2sOn, c2sOff     [2]time.Duration
 	claim             [2][3]time.Duration // rows, p50, p99
 	inbox             []inboxPoint
+	// The end-to-end part (e2e.go): its points, and its own pgbench and SQLite
+	// one-commit-per-request baselines, measured in the same part.
+	e2e             []e2ePoint
+	e2ePgbench      point
+	e2ePgbenchCPU   time.Duration
+	e2eSqliteAccept point
+	// instructions per intake request (instr.go), 0 when not measured.
+	instr instrResult
 }
 
 func (r *report) add(kind string, conns int, p point) {
@@ -104,6 +112,8 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "| Caddy RSS under the 64-connection PostgreSQL intake load <= 150 MB | peak sampled %.1f MB (VmHWM %.1f MB) | %s |\n", float64(r.rssKB)/1024, float64(r.rssHWMKB)/1024, verdict(r.rssHWMKB <= 150*1024))
 	}
 	r.inboxTargets(&b)
+	r.e2eTargets(&b)
+	r.instrTargets(&b)
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
 	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by wrk with N keep-alive connections in a closed loop, each request a distinct submission; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL, and after each point the bench checks that the store holds at least as many new submissions as answers of success.\n\n")
@@ -149,6 +159,8 @@ func (r *report) markdown() string {
 		b.WriteString("\n")
 		r.inboxSection(&b)
 	}
+	r.e2eSection(&b)
+	r.instrSection(&b)
 	if len(r.failures) > 0 {
 		b.WriteString("\n## Failures in this run\n\n")
 		for _, f := range r.failures {
