@@ -63,6 +63,14 @@ http://127.0.0.1:{{PORT}} {
 
 const e2eApp = "bench_e2e"
 
+// The worker defaults before issue 21 (concurrency 8, batch 25), run side by side with
+// the defaults as they are.
+const (
+	e2eOldApp    = "bench_e2e_old"
+	e2eOldWorker = "concurrency 8;batch 25"
+	e2eOldTarget = "webhook, concurrency 8, batch 25 (old defaults)"
+)
+
 // e2ePoint is one end-to-end point: intake load for cfg.dur with the worker on, then the
 // wait until the worker has caught up with it.
 type e2ePoint struct {
@@ -126,8 +134,8 @@ func sqliteCounts(path string) e2eStore {
 // recipients), accepted/s and delivered/s side by side, against pgbench's per-request
 // transaction in the same run.
 func benchE2E(ctx context.Context, cfg *config, r *report) error {
-	const pgSchema, pgbenchSchema = "bench_e2e", "bench_e2e_pgbench"
-	schemas := []string{pgSchema, pgbenchSchema}
+	const pgSchema, pgbenchSchema, oldSchema = "bench_e2e", "bench_e2e_pgbench", "bench_e2e_old"
+	schemas := []string{pgSchema, pgbenchSchema, oldSchema}
 	for _, s := range schemas {
 		if err := dropSchema(ctx, cfg.dsn, s); err != nil {
 			return err
@@ -149,32 +157,52 @@ func benchE2E(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	defer recv.stop()
-	dsn := cfg.dsn + "&application_name=" + e2eApp
-	if !strings.Contains(cfg.dsn, "?") {
-		dsn = cfg.dsn + "?application_name=" + e2eApp
+	// pgStorage is the storage line of a PostgreSQL Caddy whose backends carry app.
+	pgStorage := func(app, schema string) string {
+		sep := "?"
+		if strings.Contains(cfg.dsn, "?") {
+			sep = "&"
+		}
+		dsn := cfg.dsn + sep + "application_name=" + app
+		if cfg.e2eDSN != "" {
+			dsn += "&" + cfg.e2eDSN
+		}
+		return fmt.Sprintf("postgres %q {\n\t\t\tschema %s\n\t\t}", dsn, schema)
 	}
-	if cfg.e2eDSN != "" {
-		dsn += "&" + cfg.e2eDSN
-	}
-	more := func(storage string) *strings.Replacer {
-		worker := ""
-		if cfg.e2eWorker != "" {
-			worker = "worker {\n\t\t\t" + strings.ReplaceAll(cfg.e2eWorker, ";", "\n\t\t\t") + "\n\t\t}"
+	more := func(storage, worker string) *strings.Replacer {
+		if worker != "" {
+			worker = "worker {\n\t\t\t" + strings.ReplaceAll(worker, ";", "\n\t\t\t") + "\n\t\t}"
 		}
 		return strings.NewReplacer("{{STORAGE}}", storage, "{{RECV}}", strconv.Itoa(recv.port), "{{WORKER}}", worker)
 	}
-	pgCaddy, err := startCaddyfile(cfg, "e2e-pg", e2eCaddyfile, more(fmt.Sprintf("postgres %q {\n\t\t\tschema %s\n\t\t}", dsn, pgSchema)))
+	var procs []*caddyProc
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	start := func(name, storage, worker string) (*caddyProc, error) {
+		p, err := startCaddyfile(cfg, name, e2eCaddyfile, more(storage, worker))
+		if err == nil {
+			procs = append(procs, p)
+		}
+		return p, err
+	}
+	pgCaddy, err := start("e2e-pg", pgStorage(e2eApp, pgSchema), cfg.e2eWorker)
 	if err != nil {
 		return err
 	}
-	defer pgCaddy.stop()
+	// The same on the worker defaults before issue 21, for the ratio in the same run.
+	oldCaddy, err := start("e2e-pg-old", pgStorage(e2eOldApp, oldSchema), e2eOldWorker)
+	if err != nil {
+		return err
+	}
 	sqPath := filepath.Join(cfg.tmp, "e2e-sqlite", "outbox.db")
-	sqCaddy, err := startCaddyfile(cfg, "e2e-sqlite", e2eCaddyfile, more("sqlite "+sqPath))
+	sqCaddy, err := start("e2e-sqlite", "sqlite "+sqPath, cfg.e2eWorker)
 	if err != nil {
 		return err
 	}
-	defer sqCaddy.stop()
-	if err := warmUp(pgCaddy, sqCaddy); err != nil {
+	if err := warmUp(procs...); err != nil {
 		return err
 	}
 
@@ -194,14 +222,15 @@ func benchE2E(ctx context.Context, cfg *config, r *report) error {
 		path             string
 		conns            int
 		counts           e2eStore
-		pg               bool
+		app              string // PostgreSQL: the backends' application_name
 		sqliteBaselineAt int
 	}{
-		{pgCaddy, "postgres", "webhook", "/contact", 32, pgStore, true, 0},
-		{pgCaddy, "postgres", "webhook", "/contact", 64, pgStore, true, 0},
-		{pgCaddy, "postgres", "file", "/mail", 32, pgStore, true, 0},
-		{sqCaddy, "sqlite", "webhook", "/contact", 32, sqliteCounts(sqPath), false, 32},
-		{sqCaddy, "sqlite", "webhook", "/contact", 64, sqliteCounts(sqPath), false, 0},
+		{pgCaddy, "postgres", "webhook", "/contact", 32, pgStore, e2eApp, 0},
+		{oldCaddy, "postgres", e2eOldTarget, "/contact", 32, pgCounts(cfg.dsn, oldSchema), e2eOldApp, 0},
+		{pgCaddy, "postgres", "webhook", "/contact", 64, pgStore, e2eApp, 0},
+		{pgCaddy, "postgres", "file", "/mail", 32, pgStore, e2eApp, 0},
+		{sqCaddy, "sqlite", "webhook", "/contact", 32, sqliteCounts(sqPath), "", 32},
+		{sqCaddy, "sqlite", "webhook", "/contact", 64, sqliteCounts(sqPath), "", 0},
 	}
 	for _, pt := range points {
 		if pt.sqliteBaselineAt > 0 {
@@ -215,13 +244,13 @@ func benchE2E(ctx context.Context, cfg *config, r *report) error {
 			logf("  sqlite-accept at %d: %.0f/s", pt.sqliteBaselineAt, r.e2eSqliteAccept.rate)
 			sqa.Close()
 		}
-		if pt.pg {
+		if pt.app != "" {
 			settle(ctx, cfg.dsn, schemas)
 		} else {
 			settleDisk()
 		}
 		logf("e2e: %s, %s, %d connections", pt.storage, pt.target, pt.conns)
-		e, err := runE2EPoint(ctx, cfg, pt.proc, recv, pt.path, pt.conns, pt.counts, pt.pg)
+		e, err := runE2EPoint(ctx, cfg, pt.proc, recv, pt.path, pt.conns, pt.counts, pt.app)
 		if err != nil {
 			return err
 		}
@@ -239,7 +268,7 @@ const e2eDrainLimit = 3 * time.Minute
 
 // runE2EPoint waits for an empty backlog, runs the load, reads the backlog and the sent
 // count, then waits for the worker to catch up, measuring the CPU of the whole.
-func runE2EPoint(ctx context.Context, cfg *config, caddy, recv *caddyProc, path string, conns int, counts e2eStore, pg bool) (e2ePoint, error) {
+func runE2EPoint(ctx context.Context, cfg *config, caddy, recv *caddyProc, path string, conns int, counts e2eStore, app string) (e2ePoint, error) {
 	e := e2ePoint{conns: conns}
 	if _, err := waitBacklog(ctx, counts, 0, e2eDrainLimit); err != nil {
 		return e, fmt.Errorf("before the point: %w", err)
@@ -249,8 +278,8 @@ func runE2EPoint(ctx context.Context, cfg *config, caddy, recv *caddyProc, path 
 		return e, err
 	}
 	var backends *backendCPU
-	if pg {
-		backends = sampleBackends(ctx, cfg.dsn, e2eApp)
+	if app != "" {
+		backends = sampleBackends(ctx, cfg.dsn, app)
 	}
 	c0, r0 := procCPU(caddy.cmd.Process.Pid), procCPU(recv.cmd.Process.Pid)
 	var profiled chan error

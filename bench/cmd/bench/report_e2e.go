@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f us", float64(d)/float64(time.Microsecond)) }
@@ -53,6 +55,13 @@ func (r *report) e2eSection(b *strings.Builder) {
 	b.WriteString("\n## End to end, worker on (`-only e2e`)\n\n")
 	b.WriteString("A real Caddy built from ../cmd/caddy with the plugin in its default configuration (worker on: concurrency, batch and notifications at their defaults), driven by wrk as in the intake table. `webhook`: each submission routed to two webhooks on a second Caddy that answers `respond 200` on loopback; `file`: to two e-mail recipients through the development file provider. Before each point the backlog is drained; accepted/s is intake's answers of success, delivered/s the deliveries sent during the load / 2; the backlog is the deliveries not yet sent at the start and at the end of the load, and drain the time the worker then took to catch up. CPU is read from /proc (utime + stime) from the start of the load to the end of the drain: the Caddy under test and its PostgreSQL backends (application_name), divided by the submissions answered; the receiver's is apart. pgbench (the per-request transaction of the intake table, 32 clients, same run) is measured the same way: its client and its backends.\n\n")
 	fmt.Fprintf(b, "pgbench at 32 clients: %.0f/s, CPU %s per transaction. SQLite one-commit-per-request `Accept` at 32: %.0f/s.\n\n", r.e2ePgbench.rate, us(r.pgbenchPerTx()), r.e2eSqliteAccept.rate)
+	now, ok1 := r.e2eAt("postgres", "webhook", 32)
+	old, ok2 := r.e2eAt("postgres", e2eOldTarget, 32)
+	if ok1 && ok2 {
+		fmt.Fprintf(b, "Worker defaults (concurrency %d, batch %d) against the old ones (%s), same run, PostgreSQL, 32 connections: delivered %.0f/s vs %.0f/s = %.2fx, CPU per submission %s vs %s.\n\n",
+			outbox.DefaultConcurrency, outbox.DefaultBatch, strings.ReplaceAll(e2eOldWorker, ";", ", "), now.delivered, old.delivered, ratio(now.delivered, old.delivered),
+			us(now.perSubmission()), us(old.perSubmission()))
+	}
 	b.WriteString("| store | target | conns | accepted/s, p50 / p99 | delivered/s | backlog start -> end | drain | CPU per submission (Caddy + PostgreSQL) | receiver CPU per submission |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, e := range r.e2e {
 		drain := e.drain.Round(10 * time.Millisecond).String()
