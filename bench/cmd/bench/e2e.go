@@ -86,6 +86,8 @@ type e2ePoint struct {
 	// CPU over the load and the drain: the Caddy under test, the PostgreSQL backends
 	// serving it, the webhook receiver.
 	cpuCaddy, cpuPG, cpuRecv time.Duration
+	// pgActive: PostgreSQL backends found running each statement, sampled every 100 ms.
+	pgActive map[string]int
 }
 
 // perSubmission is the CPU one submission cost end to end: Caddy and its PostgreSQL
@@ -317,6 +319,7 @@ func runE2EPoint(ctx context.Context, cfg *config, caddy, recv *caddyProc, path 
 	e.cpuRecv = procCPU(recv.cmd.Process.Pid) - r0
 	if backends != nil {
 		e.cpuPG = backends.total()
+		e.pgActive = backends.active
 	}
 	return e, nil
 }
@@ -371,10 +374,29 @@ func procCPU(pid int) time.Duration {
 type backendCPU struct {
 	stop chan struct{}
 	done chan time.Duration
+	// active counts, per statement (activeLabel), the samples that found a backend
+	// running it: where PostgreSQL's time goes. Read after total.
+	active map[string]int
+}
+
+// activeLabel names the store's statements by their start (outbox/pgstore/queries).
+func activeLabel(query string) string {
+	q := strings.Join(strings.Fields(query), " ")
+	switch {
+	case strings.HasPrefix(q, "WITH s AS ( INSERT INTO submissions"):
+		return "accept"
+	case strings.HasPrefix(q, "WITH c AS ( SELECT * FROM unnest"), strings.HasPrefix(q, "WITH u AS ( UPDATE deliveries"):
+		return "complete"
+	case strings.HasPrefix(q, "WITH due AS"):
+		return "claim"
+	case strings.HasPrefix(strings.ToLower(q), "commit"), strings.HasPrefix(strings.ToLower(q), "begin"):
+		return "begin/commit"
+	}
+	return "other"
 }
 
 func sampleBackends(ctx context.Context, dsn, app string) *backendCPU {
-	b := &backendCPU{stop: make(chan struct{}), done: make(chan time.Duration, 1)}
+	b := &backendCPU{stop: make(chan struct{}), done: make(chan time.Duration, 1), active: map[string]int{}}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		logf("backend CPU: %v", err)
@@ -383,19 +405,31 @@ func sampleBackends(ctx context.Context, dsn, app string) *backendCPU {
 		return b
 	}
 	pids := func() []int {
-		rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+		rows, err := conn.Query(ctx, `SELECT pid, state = 'active', left(query, 60) FROM pg_stat_activity WHERE application_name = $1`, app)
 		if err != nil {
 			return nil
 		}
-		ps, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
-		out := make([]int, len(ps))
-		for i, p := range ps {
-			out[i] = int(p)
+		var out []int
+		for rows.Next() {
+			var (
+				pid    int32
+				active bool
+				query  string
+			)
+			if rows.Scan(&pid, &active, &query) == nil {
+				out = append(out, int(pid))
+				if active {
+					b.active[activeLabel(query)]++
+				}
+			}
 		}
+		rows.Close()
 		return out
 	}
 	first, last := map[int]time.Duration{}, map[int]time.Duration{}
-	for _, p := range pids() {
+	initial := pids()
+	clear(b.active)
+	for _, p := range initial {
 		first[p] = procCPU(p)
 		last[p] = first[p]
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ func (r *report) e2eSection(b *strings.Builder) {
 			outbox.DefaultConcurrency, outbox.DefaultBatch, strings.ReplaceAll(e2eOldWorker, ";", ", "), now.delivered, old.delivered, ratio(now.delivered, old.delivered),
 			us(now.perSubmission()), us(old.perSubmission()))
 	}
-	b.WriteString("| store | target | conns | accepted/s, p50 / p99 | delivered/s | backlog start -> end | drain | CPU per submission (Caddy + PostgreSQL) | receiver CPU per submission |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| store | target | conns | accepted/s, p50 / p99 | delivered/s | backlog start -> end | drain | CPU per submission (Caddy + PostgreSQL) | receiver CPU per submission | PostgreSQL busy in (samples) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, e := range r.e2e {
 		drain := e.drain.Round(10 * time.Millisecond).String()
 		if !e.drained {
@@ -72,9 +73,9 @@ func (r *report) e2eSection(b *strings.Builder) {
 		if e.p.answered > 0 {
 			recv = e.cpuRecv / time.Duration(e.p.answered)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f/s, %s / %s | %.0f/s | %d -> %d | %s | %s (%s + %s) | %s |\n",
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f/s, %s / %s | %.0f/s | %d -> %d | %s | %s (%s + %s) | %s | %s |\n",
 			e.storage, e.target, e.conns, e.p.rate, ms(e.p.p50), ms(e.p.p99), e.delivered, e.backlogStart, e.backlogEnd, drain,
-			us(e.perSubmission()), us(perSub(e.cpuCaddy, e.p.answered)), us(perSub(e.cpuPG, e.p.answered)), us(recv))
+			us(e.perSubmission()), us(perSub(e.cpuCaddy, e.p.answered)), us(perSub(e.cpuPG, e.p.answered)), us(recv), activeShares(e.pgActive))
 	}
 }
 
@@ -94,4 +95,27 @@ func unmet(md string) []string {
 		out = append(out, fmt.Sprintf("UNMET: %s: %s", m[1], m[2]))
 	}
 	return out
+}
+
+// activeShares writes the sampled statements as shares, largest first.
+func activeShares(m map[string]int) string {
+	total := 0
+	for _, n := range m {
+		total += n
+	}
+	if total == 0 {
+		return "-"
+	}
+	labels := make([]string, 0, len(m))
+	for l := range m {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool {
+		return m[labels[i]] > m[labels[j]] || m[labels[i]] == m[labels[j]] && labels[i] < labels[j]
+	})
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		parts[i] = fmt.Sprintf("%s %d%%", l, m[l]*100/total)
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(" (%d)", total)
 }
