@@ -44,6 +44,8 @@ type config struct {
 	// e2eWorker, when set, replaces the end-to-end Caddy's worker defaults: worker
 	// subdirectives separated by ';' (-e2eworker 'concurrency 64;batch 100'), for sweeps.
 	e2eWorker string
+	// burnSweep are the burn-down settings, the reference one first (-burnsweep).
+	burnSweep []burnSetting
 	// e2eDSN is appended to the end-to-end Caddy's PostgreSQL DSN (e.g. pool_max_conns=8).
 	e2eDSN string
 }
@@ -60,6 +62,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.StringVar(&cfg.e2eWorker, "e2eworker", "", "end-to-end part: worker subdirectives for its Caddy, ';'-separated (default: none, the defaults users run)")
 	flag.StringVar(&cfg.e2eDSN, "e2edsn", "", "end-to-end part: DSN parameters appended to its Caddy's PostgreSQL DSN, e.g. pool_max_conns=8")
+	burnSweep := flag.String("burnsweep", "", "burn-down: more settings after the reference (100 workers, batch 100), as workers/batch pairs, e.g. 500/200,2000/200 (each side at its best, issue 21)")
 	instrN := flag.Int("instr-child", 0, "internal: serve this many intake requests in process and exit (run under callgrind by -only instr)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
 	flag.Parse()
@@ -91,6 +94,18 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.conns = append(cfg.conns, n)
+	}
+	cfg.burnSweep = []burnSetting{{burnWorkers, burnBatch}}
+	for _, p := range strings.Split(*burnSweep, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		var set burnSetting
+		if _, err := fmt.Sscanf(p, "%d/%d", &set.workers, &set.batch); err != nil || set.workers <= 0 || set.batch <= 0 {
+			fmt.Fprintln(os.Stderr, "bench: -burnsweep: want workers/batch pairs, got", p)
+			os.Exit(2)
+		}
+		cfg.burnSweep = append(cfg.burnSweep, set)
 	}
 	if *instrN > 0 {
 		if err := instrChild(cfg.dsn, *instrN); err != nil {
