@@ -235,6 +235,9 @@ func benchE2E(ctx context.Context, cfg *config, r *report) error {
 		{sqCaddy, "sqlite", "webhook", "/contact", 64, sqliteCounts(sqPath), "", 0},
 	}
 	for _, pt := range points {
+		if cfg.e2ePoints != "" && !strings.Contains(pt.storage+" "+pt.target, cfg.e2ePoints) {
+			continue
+		}
 		if pt.sqliteBaselineAt > 0 {
 			// SQLite's one-commit-per-request rate, on a file of its own, same run.
 			sqa, err := sqlitestore.Open(ctx, filepath.Join(cfg.tmp, "e2e-accept.db"))

@@ -46,6 +46,8 @@ type config struct {
 	e2eWorker string
 	// burnSweep are the burn-down settings, the reference one first (-burnsweep).
 	burnSweep []burnSetting
+	// e2ePoints, when set, keeps the end-to-end points whose "storage target" contains it.
+	e2ePoints string
 	// e2eDSN is appended to the end-to-end Caddy's PostgreSQL DSN (e.g. pool_max_conns=8).
 	e2eDSN string
 }
@@ -62,6 +64,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.StringVar(&cfg.e2eWorker, "e2eworker", "", "end-to-end part: worker subdirectives for its Caddy, ';'-separated (default: none, the defaults users run)")
 	flag.StringVar(&cfg.e2eDSN, "e2edsn", "", "end-to-end part: DSN parameters appended to its Caddy's PostgreSQL DSN, e.g. pool_max_conns=8")
+	flag.StringVar(&cfg.e2ePoints, "e2epoints", "", "end-to-end part: only the points whose \"storage target\" contains this (e.g. \"postgres file\")")
 	burnSweep := flag.String("burnsweep", "", "burn-down: more settings after the reference (100 workers, batch 100), as workers/batch pairs, e.g. 500/200,2000/200 (each side at its best, issue 21)")
 	instrN := flag.Int("instr-child", 0, "internal: serve this many intake requests in process and exit (run under callgrind by -only instr)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
