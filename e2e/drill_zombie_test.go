@@ -31,7 +31,7 @@ func drillZombie(t *testing.T) {
 	zombie := newCaddy(t, caddyOpts{Caddyfile: pgCaddyfile(pc.DSN, pc.Schema, hook, "500ms")})
 	conn := drillConn(t, ctx, pc.DSN, pc.Schema)
 
-	// As many submissions as the zombie has send slots (concurrency 8). It claims them as
+	// Eight submissions, fewer than the zombie's send slots (outbox.DefaultConcurrency). It claims them as
 	// its batching allows (see awaitSlots in outbox/worker.go), so it freezes with some
 	// of them in flight and the rest still pending.
 	const n = 8

@@ -18,8 +18,8 @@ import (
 // Worker defaults (docs/design.md, 'Worker'; the options that override them are in
 // docs/caddyfile.md, 'Global options').
 const (
-	DefaultConcurrency     = 8
-	DefaultBatch           = 25
+	DefaultConcurrency     = 64
+	DefaultBatch           = 100
 	DefaultLease           = 2 * time.Minute
 	DefaultPollInterval    = 15 * time.Second
 	DefaultShutdownGrace   = 10 * time.Second
@@ -43,9 +43,13 @@ type WorkerConfig struct {
 	// Default: hostname-pid-random, unique per Worker so that the old and new workers of a
 	// config reload are told apart.
 	Owner string
-	// Concurrency is the maximum number of sends in flight. Default 8.
+	// Concurrency is the maximum number of sends in flight. Default 64: a send mostly
+	// waits on the network, and a claim never takes more rows than there are free slots,
+	// so with 8 (the default before) each claim, a commit of its own, leased at most 8
+	// rows while intake committed up to 64 submissions per transaction, and the backlog
+	// grew under load (bench/RESULTS.md, 'End to end').
 	Concurrency int
-	// Batch is the most rows one claim takes. Default 25. A claim never takes more rows
+	// Batch is the most rows one claim takes. Default 100. A claim never takes more rows
 	// than there are free send slots, so claimed rows never wait in memory while their
 	// lease runs down; and while sends are in flight, the worker claims again only once
 	// three quarters of a batch of slots is free, so that under load each claim (one

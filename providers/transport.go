@@ -69,8 +69,25 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// NoRedirectClient returns a copy of c (or, when c is nil, a client on a clone of
-// http.DefaultTransport) that never follows a redirect: following one would carry the
+// IdleConnsPerHost is how many idle keep-alive connections to one host the providers'
+// default transport keeps. http.DefaultTransport keeps 2, so a worker with more sends in
+// flight to one receiver (its concurrency, docs/caddyfile.md 'Global options') closed all
+// but two connections after each round of sends and dialled new ones for the next: a TCP
+// handshake per message and sockets piling up in TIME_WAIT. It covers the worker's
+// default concurrency with room for a raised one.
+const IdleConnsPerHost = 256
+
+// NewTransport returns the providers' default HTTP transport: a clone of
+// http.DefaultTransport that keeps IdleConnsPerHost idle connections per host.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = IdleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, IdleConnsPerHost)
+	return t
+}
+
+// NoRedirectClient returns a copy of c (or, when c is nil, a client on NewTransport) that
+// never follows a redirect: following one would carry the
 // message, its signature or a token in the URL somewhere nobody configured, so the 3xx
 // itself is reported instead. The webhook and chat providers post with it.
 func NoRedirectClient(c *http.Client) *http.Client {
@@ -78,7 +95,7 @@ func NoRedirectClient(c *http.Client) *http.Client {
 	if c != nil {
 		out = *c
 	} else {
-		out.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		out.Transport = NewTransport()
 	}
 	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &out

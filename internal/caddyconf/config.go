@@ -108,13 +108,13 @@ type WorkerConfig struct {
 	// with notifications on, wakes the workers of the instances that deliver them, but
 	// sends nothing itself. For intake and delivery scaled separately on PostgreSQL.
 	Disabled bool `json:"disabled,omitempty"`
-	// Concurrency is the most sends in flight. Default 8.
+	// Concurrency is the most sends in flight. Default 64 (outbox.DefaultConcurrency).
 	Concurrency int `json:"concurrency,omitempty"`
 	// PollInterval is the tick that finds due work even without a wake-up. Default 15s.
 	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
 	// Lease is how long a claim holds a delivery before another worker may take it. Default 2m.
 	Lease caddy.Duration `json:"lease,omitempty"`
-	// Batch is the most deliveries one claim takes. Default 25.
+	// Batch is the most deliveries one claim takes. Default 100 (outbox.DefaultBatch).
 	Batch int `json:"batch,omitempty"`
 	// ShutdownGrace is how long Stop lets in-flight sends finish. Default 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`

@@ -34,3 +34,6 @@ func MigrationVersions() []int {
 	}
 	return vs
 }
+
+// ClaimSQL is the claim statement (queries/claim.sql).
+var ClaimSQL = claimSQL

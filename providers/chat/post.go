@@ -26,7 +26,7 @@ const maxAnswer = 64 << 10
 type Config struct {
 	// Timeout bounds one request; default DefaultTimeout.
 	Timeout time.Duration
-	// Client sends the requests; default a client on a clone of http.DefaultTransport.
+	// Client sends the requests; default a client on providers.NewTransport().
 	// Its CheckRedirect is replaced: redirects are never followed.
 	Client *http.Client
 }

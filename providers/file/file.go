@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/providers"
@@ -33,6 +34,9 @@ type Provider struct {
 	dir  string
 	from *mail.Address
 	now  func() time.Time
+	// dirSync makes the renames durable, one folder sync for all the sends that renamed
+	// while the previous one ran.
+	dirSync dirSyncer
 }
 
 // New checks cfg and returns the provider. It touches no file: Caddy provisions modules
@@ -75,7 +79,7 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 	if err != nil {
 		return p.permanent("bad_message", err)
 	}
-	if err := writeAtomic(p.dir, m.ID+".eml", built.Raw); err != nil {
+	if err := p.writeAtomic(m.ID+".eml", built.Raw); err != nil {
 		return providers.Result{Provider: p.Name()}, &providers.Error{Class: providers.Temporary, Failover: true,
 			Err: fmt.Errorf("write .eml: %w", err)}
 	}
@@ -86,9 +90,10 @@ func (p *Provider) permanent(code string, err error) (providers.Result, error) {
 	return providers.Result{Provider: p.Name()}, &providers.Error{Class: providers.Permanent, Code: code, Err: err}
 }
 
-// writeAtomic writes data to dir/name through a synced temporary file and a rename,
+// writeAtomic writes data to p.dir/name through a synced temporary file and a rename,
 // then syncs the folder so the rename itself survives a crash.
-func writeAtomic(dir, name string, data []byte) error {
+func (p *Provider) writeAtomic(name string, data []byte) error {
+	dir := p.dir
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
@@ -114,6 +119,64 @@ func writeAtomic(dir, name string, data []byte) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
+	return p.dirSync.sync(dir)
+}
+
+// dirSyncer shares folder syncs between concurrent sends: a sync makes durable every
+// rename done before it began, so a send that renamed while one was running waits for
+// the next, which then serves every send that arrived meanwhile. With the worker's sends
+// in flight together, one folder sync per mail was a second fsync per mail.
+type dirSyncer struct {
+	mu      sync.Mutex
+	running bool
+	waiting []chan error
+	// count, when set, is called once per folder sync; each makes every send sync the
+	// folder itself, as before the sharing (tests and benchmarks).
+	count func()
+	each  bool
+}
+
+// sync returns once a sync of dir that began after the call has finished.
+func (s *dirSyncer) sync(dir string) error {
+	done := make(chan error, 1)
+	s.mu.Lock()
+	if s.each {
+		s.mu.Unlock()
+		return syncDir(dir)
+	}
+	s.waiting = append(s.waiting, done)
+	if !s.running {
+		s.running = true
+		go s.run(dir)
+	}
+	s.mu.Unlock()
+	return <-done
+}
+
+// run syncs dir for the waiting sends, again while more arrived during a sync.
+func (s *dirSyncer) run(dir string) {
+	for {
+		s.mu.Lock()
+		batch := s.waiting
+		s.waiting = nil
+		if len(batch) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		count := s.count
+		s.mu.Unlock()
+		if count != nil {
+			count()
+		}
+		err := syncDir(dir)
+		for _, c := range batch {
+			c <- err
+		}
+	}
+}
+
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

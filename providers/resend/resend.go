@@ -40,7 +40,7 @@ type Config struct {
 	Endpoint string
 	// Timeout bounds one send; default DefaultTimeout.
 	Timeout time.Duration
-	// Transport carries the requests; default a clone of http.DefaultTransport.
+	// Transport carries the requests; default providers.NewTransport().
 	Transport http.RoundTripper
 }
 
@@ -74,7 +74,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		rt = http.DefaultTransport.(*http.Transport).Clone()
+		rt = providers.NewTransport()
 	}
 	client := resendsdk.NewCustomClient(&http.Client{Transport: statusTransport{rt}}, cfg.APIKey)
 	client.BaseURL = u

@@ -42,7 +42,7 @@ type Config struct {
 	// Timeout bounds one request; default 15s. Past it, an answer may still have been
 	// processed by the receiver, so a timeout is Ambiguous.
 	Timeout time.Duration
-	// Client sends the requests; default a client on a clone of http.DefaultTransport.
+	// Client sends the requests; default a client on providers.NewTransport().
 	// Its CheckRedirect is replaced: redirects are never followed.
 	Client *http.Client
 	// Now stamps webhook-timestamp; default time.Now.

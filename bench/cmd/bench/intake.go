@@ -61,12 +61,12 @@ type caddyProc struct {
 }
 
 func startCaddy(cfg *config, name, storage string) (*caddyProc, error) {
-	return startCaddyWith(cfg, name, storage, intakeCaddyfile)
+	return startCaddyfile(cfg, name, intakeCaddyfile, strings.NewReplacer("{{STORAGE}}", storage))
 }
 
-// startCaddyWith is startCaddy with another Caddyfile (same placeholders; it must
-// answer /ceiling once it is up).
-func startCaddyWith(cfg *config, name, storage, caddyfile string) (*caddyProc, error) {
+// startCaddyfile starts the built Caddy on caddyfile, whose {{DIR}}, {{PORT}} and
+// {{ADMIN}} are filled in here and the rest by more, and waits until /ceiling answers.
+func startCaddyfile(cfg *config, name, caddyfile string, more *strings.Replacer) (*caddyProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func startCaddyWith(cfg *config, name, storage, caddyfile string) (*caddyProc, e
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cf := strings.NewReplacer("{{DIR}}", dir, "{{STORAGE}}", storage, "{{PORT}}", strconv.Itoa(port), "{{ADMIN}}", strconv.Itoa(admin)).Replace(caddyfile)
+	cf := strings.NewReplacer("{{DIR}}", dir, "{{PORT}}", strconv.Itoa(port), "{{ADMIN}}", strconv.Itoa(admin)).Replace(more.Replace(caddyfile))
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(cf), 0o600); err != nil {
 		return nil, err
@@ -198,6 +198,8 @@ type point struct {
 	success  float64 // share of 2xx answers (1 for non-HTTP baselines without errors)
 	note     string
 	answered int64 // HTTP points: requests answered with success
+	// clientCPU is the CPU the load's own client process used (pgbench).
+	clientCPU time.Duration
 }
 
 // pgbenchScript is the per-request transaction intake runs without group commit: one
@@ -257,7 +259,8 @@ func runPgbench(cfg *config, schema string, conns int, dur time.Duration) (point
 		return point{}, fmt.Errorf("pgbench: no tps in output: %s", out)
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	p := point{rate: tps, success: 1, note: "pgbench reports the mean latency only"}
+	p := point{rate: tps, success: 1, note: "pgbench reports the mean latency only",
+		clientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if l := latRE.FindSubmatch(out); l != nil {
 		ms, _ := strconv.ParseFloat(string(l[1]), 64)
 		p.p50 = time.Duration(ms * float64(time.Millisecond))
@@ -366,15 +369,8 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 	defer sqCaddy.stop()
 	// One submission each before measuring: the PostgreSQL store opens (and migrates) on
 	// first use, and the counts below read its tables.
-	for _, p := range []*caddyProc{pgCaddy, sqCaddy} {
-		resp, err := http.Post(p.url("/contact"), "application/json", strings.NewReader(`{"message":"warm-up"}`))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("warm-up submission: %s", resp.Status)
-		}
+	if err := warmUp(pgCaddy, sqCaddy); err != nil {
+		return err
 	}
 
 	for _, c := range cfg.conns {
@@ -442,6 +438,22 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 			return err
 		}
 		r.add("sqlite-caddy", c, p)
+	}
+	return nil
+}
+
+// warmUp posts one submission to each Caddy: the PostgreSQL store opens (and migrates)
+// on first use, and the counts read its tables.
+func warmUp(procs ...*caddyProc) error {
+	for _, p := range procs {
+		resp, err := http.Post(p.url("/contact"), "application/json", strings.NewReader(`{"message":"warm-up"}`))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("warm-up submission: %s", resp.Status)
+		}
 	}
 	return nil
 }

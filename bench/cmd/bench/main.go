@@ -41,6 +41,15 @@ type config struct {
 	// (caddy-pg-<conns>.cpu.pprof, caddy-pg-<conns>.allocs.pprof).
 	caddyProfile string
 	only         map[string]bool // empty: every part
+	// e2eWorker, when set, replaces the end-to-end Caddy's worker defaults: worker
+	// subdirectives separated by ';' (-e2eworker 'concurrency 64;batch 100'), for sweeps.
+	e2eWorker string
+	// burnSweep are the burn-down settings, the reference one first (-burnsweep).
+	burnSweep []burnSetting
+	// e2ePoints, when set, keeps the end-to-end points whose "storage target" contains it.
+	e2ePoints string
+	// e2eDSN is appended to the end-to-end Caddy's PostgreSQL DSN (e.g. pool_max_conns=8).
+	e2eDSN string
 }
 
 // runs reports whether the part named part is part of this run (-only).
@@ -50,9 +59,14 @@ func main() {
 	var cfg config
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
-	only := flag.String("only", "", "comma-separated parts to run (intake,burn,c2s,claim,inbox,uploads), for profiling; the report then lacks the others")
+	only := flag.String("only", "", "comma-separated parts to run (intake,e2e,instr,burn,c2s,claim,inbox,uploads), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
+	flag.StringVar(&cfg.e2eWorker, "e2eworker", "", "end-to-end part: worker subdirectives for its Caddy, ';'-separated (default: none, the defaults users run)")
+	flag.StringVar(&cfg.e2eDSN, "e2edsn", "", "end-to-end part: DSN parameters appended to its Caddy's PostgreSQL DSN, e.g. pool_max_conns=8")
+	flag.StringVar(&cfg.e2ePoints, "e2epoints", "", "end-to-end part: only the points whose \"storage target\" contains this (e.g. \"postgres file\")")
+	burnSweep := flag.String("burnsweep", "", "burn-down: more settings after the reference (100 workers, batch 100), as workers/batch pairs, e.g. 500/200,2000/200 (each side at its best, issue 21)")
+	instrN := flag.Int("instr-child", 0, "internal: serve this many intake requests in process and exit (run under callgrind by -only instr)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -84,6 +98,25 @@ func main() {
 		}
 		cfg.conns = append(cfg.conns, n)
 	}
+	cfg.burnSweep = []burnSetting{{burnWorkers, burnBatch}}
+	for _, p := range strings.Split(*burnSweep, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		var set burnSetting
+		if _, err := fmt.Sscanf(p, "%d/%d", &set.workers, &set.batch); err != nil || set.workers <= 0 || set.batch <= 0 {
+			fmt.Fprintln(os.Stderr, "bench: -burnsweep: want workers/batch pairs, got", p)
+			os.Exit(2)
+		}
+		cfg.burnSweep = append(cfg.burnSweep, set)
+	}
+	if *instrN > 0 {
+		if err := instrChild(cfg.dsn, *instrN); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: instructions child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.quick {
 		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 2*time.Second, 5000, 10_000, 50_000, 30
 		cfg.inboxN, cfg.searchN, cfg.inboxReqs = 50_000, 10_000, 30
@@ -110,7 +143,7 @@ func run(cfg *config) error {
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
-	if cfg.runs("intake") || cfg.runs("uploads") {
+	if cfg.runs("intake") || cfg.runs("e2e") || cfg.runs("uploads") {
 		logf("building caddy from ../cmd/caddy")
 		cfg.caddyBin = filepath.Join(tmp, "caddy")
 		if err := buildCaddy(cfg.caddyBin); err != nil {
@@ -123,6 +156,8 @@ func run(cfg *config) error {
 		fn         func(context.Context, *config, *report) error
 	}{
 		{"intake", "intake", benchIntake},
+		{"e2e", "end to end with the worker on", benchE2E},
+		{"instr", "instructions per request", benchInstr},
 		{"burn", "worker burn-down", benchBurnDown},
 		{"c2s", "commit-to-send", benchCommitToSend},
 		{"claim", "claim latency", benchClaim},
@@ -154,6 +189,17 @@ func run(cfg *config) error {
 		return err
 	}
 	logf("wrote %s", cfg.out)
+	// Fail loudly: every target not met, and every part that failed, makes the run fail.
+	bad := unmet(md)
+	for _, f := range r.failures {
+		bad = append(bad, "FAILED: "+f)
+	}
+	for _, l := range bad {
+		fmt.Fprintln(os.Stderr, l)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d targets unmet or parts failed (UNMET)", len(bad))
+	}
 	return nil
 }
 

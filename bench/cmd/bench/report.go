@@ -23,10 +23,19 @@ type report struct {
 	rssKB, rssHWMKB   int
 	burnOurs          float64
 	burnRiver         float64
+	burnSweep         []burnPoint // every burn-down setting, the reference first
 	c2sOn, c2sOff     [2]time.Duration
 	claim             [2][3]time.Duration // rows, p50, p99
 	inbox             []inboxPoint
 	uploads           *uploadsResult // uploads.go
+	// The end-to-end part (e2e.go): its points, and its own pgbench and SQLite
+	// one-commit-per-request baselines, measured in the same part.
+	e2e             []e2ePoint
+	e2ePgbench      point
+	e2ePgbenchCPU   time.Duration
+	e2eSqliteAccept point
+	// instructions per intake request (instr.go), 0 when not measured.
+	instr instrResult
 }
 
 func (r *report) add(kind string, conns int, p point) {
@@ -94,6 +103,20 @@ func (r *report) markdown() string {
 		x := ratio(r.burnOurs, r.burnRiver)
 		fmt.Fprintf(&b, "| Worker burn-down of %d >= 1.0x River | %.0f/s vs %.0f/s = %.2fx | %s |\n", r.cfg.burnN, r.burnOurs, r.burnRiver, x, verdict(x >= 1.0))
 	}
+	if len(r.burnSweep) > 1 {
+		ours, river := r.burnSweep[0], r.burnSweep[0]
+		for _, p := range r.burnSweep {
+			if p.ours > ours.ours {
+				ours = p
+			}
+			if p.river > river.river {
+				river = p
+			}
+		}
+		x := ratio(ours.ours, river.river)
+		fmt.Fprintf(&b, "| Worker burn-down >= 1.0x River, each at its best of %d settings | %.0f/s (%d workers, batch %d) vs %.0f/s (%d workers) = %.2fx | %s |\n",
+			len(r.burnSweep), ours.ours, ours.set.workers, ours.set.batch, river.river, river.set.workers, x, verdict(x >= 1.0))
+	}
 	if r.c2sOn[0] > 0 {
 		fmt.Fprintf(&b, "| Commit-to-send p50 <= 20 ms with notifications on | %s (p99 %s) | %s |\n", ms(r.c2sOn[0]), ms(r.c2sOn[1]), verdict(r.c2sOn[0] <= 20*time.Millisecond))
 	}
@@ -106,6 +129,8 @@ func (r *report) markdown() string {
 	}
 	r.inboxTargets(&b)
 	r.uploadsTargets(&b)
+	r.e2eTargets(&b)
+	r.instrTargets(&b)
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
 	b.WriteString("`respond`: Caddy answering a static 200 on the same server (HTTP ceiling). `pgbench`: the same INSERT transaction (submission + 2 deliveries + event), one commit per transaction, at the same concurrency (mean latency only). `pg-accept` / `sqlite-accept`: the store's own `Accept`, one commit per request, from Go, no HTTP. `pg-caddy` / `sqlite-caddy`: a real Caddy built from ../cmd/caddy with the plugin (group commit) running `worker off` (intake only: the same writes as pgbench), driven by wrk with N keep-alive connections in a closed loop, each request a distinct submission; every 2xx was committed with synchronous_commit=on / SQLite synchronous=FULL, and after each point the bench checks that the store holds at least as many new submissions as answers of success.\n\n")
@@ -140,6 +165,9 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("\n## Worker\n\n| Measure | Value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| Burn-down of %d due deliveries, no-op provider, %d workers, batch %d | form_outbox %.0f/s, River %.0f/s |\n", r.cfg.burnN, burnWorkers, burnBatch, r.burnOurs, r.burnRiver)
+	for _, p := range r.burnSweep[min(1, len(r.burnSweep)):] {
+		fmt.Fprintf(&b, "| Burn-down of %d, %d workers, batch %d (-burnsweep) | form_outbox %.0f/s, River %.0f/s |\n", r.cfg.burnN, p.set.workers, p.set.batch, p.ours, p.river)
+	}
 	fmt.Fprintf(&b, "| Commit-to-send, notifications on (LISTEN/NOTIFY, another pool) | p50 %s, p99 %s |\n", ms(r.c2sOn[0]), ms(r.c2sOn[1]))
 	fmt.Fprintf(&b, "| Commit-to-send, notifications off (poll interval %v) | p50 %s, p99 %s |\n", offPollInterval, ms(r.c2sOff[0]), ms(r.c2sOff[1]))
 	for _, c := range r.claim {
@@ -152,6 +180,8 @@ func (r *report) markdown() string {
 		r.inboxSection(&b)
 	}
 	r.uploadsSection(&b)
+	r.e2eSection(&b)
+	r.instrSection(&b)
 	if len(r.failures) > 0 {
 		b.WriteString("\n## Failures in this run\n\n")
 		for _, f := range r.failures {

@@ -108,7 +108,7 @@ func benchUploads(ctx context.Context, cfg *config, r *report) error {
 	res := &uploadsResult{conns: 8, bigConns: 32}
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-	p, err := startCaddyWith(cfg, "caddy-uploads", storage, uploadsCaddyfile)
+	p, err := startCaddyfile(cfg, "caddy-uploads", uploadsCaddyfile, strings.NewReplacer("{{STORAGE}}", storage))
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func benchUploads(ctx context.Context, cfg *config, r *report) error {
 		res.conns, res.rate, res.mbps, res.p50.Round(time.Millisecond), res.p99.Round(time.Millisecond), res.queued, res.failed, res.perConnKB)
 
 	// A fresh process, so its VmHWM is this load's peak alone.
-	big, err := startCaddyWith(cfg, "caddy-uploads-big", storage, uploadsCaddyfile)
+	big, err := startCaddyfile(cfg, "caddy-uploads-big", uploadsCaddyfile, strings.NewReplacer("{{STORAGE}}", storage))
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,10 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/providers"
 )
 
-// Both queues get the same concurrency and fetch size; River keeps its defaults except
-// the fetch cooldown (default 100ms, which alone would cap it near 1,000 jobs/s at 100
-// workers) and the poll interval, set to what is fast for a burn-down.
+// Both queues get the same concurrency; River keeps its defaults except the fetch
+// cooldown (default 100ms, which alone would cap it near 1,000 jobs/s at 100 workers) and
+// the poll interval, set to what is fast for a burn-down. The reference setting is 100
+// workers, batch 100; -burnsweep adds more (issue 21: each side at its best).
 const (
 	burnWorkers = 100
 	burnBatch   = 100
@@ -82,80 +83,114 @@ func waitCount(ctx context.Context, pool *pgxpool.Pool, query string, n int, lim
 	}
 }
 
+// burnSetting is one side's settings in a burn-down: workers (sends in flight) and, for
+// form_outbox, the claim batch (River sizes its fetches from its free workers).
+type burnSetting struct{ workers, batch int }
+
+// benchBurnDown burns down cfg.burnN due jobs with each queue at each setting of
+// cfg.burnSweep (the first is the reference setting of the Worker table), in the same
+// run, and compares each side's best.
 func benchBurnDown(ctx context.Context, cfg *config, r *report) error {
-	// form_outbox.
+	r.burnSweep = nil
+	for i, set := range cfg.burnSweep {
+		ours, err := burnOurs(ctx, cfg, set)
+		if err != nil {
+			return err
+		}
+		river, err := burnRiver(ctx, cfg, set.workers)
+		if err != nil {
+			return err
+		}
+		logf("  burn-down at %d workers, batch %d: form_outbox %.0f/s, River %.0f/s", set.workers, set.batch, ours, river)
+		r.burnSweep = append(r.burnSweep, burnPoint{set, ours, river})
+		if i == 0 {
+			r.burnOurs, r.burnRiver = ours, river
+		}
+	}
+	return nil
+}
+
+type burnPoint struct {
+	set         burnSetting
+	ours, river float64 // jobs per second
+}
+
+// burnOurs is form_outbox's burn-down rate at set.
+func burnOurs(ctx context.Context, cfg *config, set burnSetting) (float64, error) {
 	const schema = "bench_burn"
 	_ = dropSchema(ctx, cfg.dsn, schema)
 	defer dropSchema(context.Background(), cfg.dsn, schema)
 	st, err := pgstore.Open(ctx, pgstore.Config{DSN: cfg.dsn + "&pool_max_conns=8", Schema: schema})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer st.Close()
 	if err := insertDeliveries(ctx, st.Pool(), cfg.burnN, "pending"); err != nil {
-		return err
+		return 0, err
 	}
 	_, _ = st.Pool().Exec(ctx, `VACUUM ANALYZE deliveries`)
 	_, _ = st.Pool().Exec(ctx, `CHECKPOINT`)
 	settleDisk()
-	logf("burn-down: form_outbox, %d deliveries", cfg.burnN)
+	logf("burn-down: form_outbox, %d deliveries, %d workers, batch %d", cfg.burnN, set.workers, set.batch)
 	w := outbox.NewWorker(outbox.WorkerConfig{
-		Store: st, Sender: noopSender{}, Concurrency: burnWorkers, Batch: burnBatch,
+		Store: st, Sender: noopSender{}, Concurrency: set.workers, Batch: set.batch,
 		PollInterval: time.Second, Lease: time.Minute, Logger: zap.NewNop(),
 	})
 	if err := w.Start(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	el, err := waitCount(ctx, st.Pool(), `SELECT count(*) FROM deliveries WHERE status = 'sent'`, cfg.burnN, 10*time.Minute)
 	_ = w.Stop(ctx)
 	if err != nil {
-		return fmt.Errorf("form_outbox burn-down: %w", err)
+		return 0, fmt.Errorf("form_outbox burn-down: %w", err)
 	}
-	r.burnOurs = float64(cfg.burnN) / el.Seconds()
+	return float64(cfg.burnN) / el.Seconds(), nil
+}
 
-	// River, same database, same N.
+// burnRiver is River's burn-down rate with workers, same database, same N.
+func burnRiver(ctx context.Context, cfg *config, workers int) (float64, error) {
 	const rschema = "bench_river"
 	_ = dropSchema(ctx, cfg.dsn, rschema)
 	defer dropSchema(context.Background(), cfg.dsn, rschema)
 	pc, err := pgxpool.ParseConfig(cfg.dsn)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	pc.MaxConns = 8
 	pc.ConnConfig.RuntimeParams["search_path"] = rschema
 	conn, err := pgx.Connect(ctx, cfg.dsn)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	_, err = conn.Exec(ctx, `CREATE SCHEMA `+rschema)
 	conn.Close(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer pool.Close()
 	drv := riverpgxv5.New(pool)
 	mig, err := rivermigrate.New(drv, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrate: %w", err)
+		return 0, fmt.Errorf("river migrate: %w", err)
 	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &noopWorker{})
 	client, err := river.NewClient(drv, &river.Config{
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: burnWorkers}},
-		Workers:           workers,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
 		FetchCooldown:     time.Millisecond,
 		FetchPollInterval: 50 * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for done := 0; done < cfg.burnN; {
 		k := min(5000, cfg.burnN-done)
@@ -164,28 +199,27 @@ func benchBurnDown(ctx context.Context, cfg *config, r *report) error {
 			params[i] = river.InsertManyParams{Args: noopArgs{}}
 		}
 		if _, err := client.InsertManyFast(ctx, params); err != nil {
-			return fmt.Errorf("river insert: %w", err)
+			return 0, fmt.Errorf("river insert: %w", err)
 		}
 		done += k
 	}
 	_, _ = pool.Exec(ctx, `VACUUM ANALYZE river_job`)
 	_, _ = pool.Exec(ctx, `CHECKPOINT`)
 	settleDisk()
-	logf("burn-down: River, %d jobs", cfg.burnN)
+	logf("burn-down: River, %d jobs, %d workers", cfg.burnN, workers)
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	_, err = waitCount(ctx, pool, `SELECT count(*) FROM river_job WHERE state = 'completed'`, cfg.burnN, 10*time.Minute)
-	el = time.Since(start)
+	el := time.Since(start)
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	_ = client.Stop(sctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("river burn-down: %w", err)
+		return 0, fmt.Errorf("river burn-down: %w", err)
 	}
-	r.burnRiver = float64(cfg.burnN) / el.Seconds()
-	return nil
+	return float64(cfg.burnN) / el.Seconds(), nil
 }
 
 type noopArgs struct{}
