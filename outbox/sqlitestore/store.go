@@ -11,7 +11,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -155,41 +154,6 @@ func (s *Store) Close() error {
 // writeTx runs fn in one IMMEDIATE transaction on the single writer connection.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-// lazyWriteTx is writeTx committing with synchronous=NORMAL: in WAL mode the commit does
-// not wait for the WAL's fsync, which the next FULL commit (or a checkpoint) performs for
-// it. A process crash loses nothing (the WAL is in the operating system's hands); a
-// power loss may lose this transaction. Only the claim uses it (claim.go). The writer's
-// one connection is taken for the whole, so no other transaction commits while the
-// setting is NORMAL; if FULL cannot be restored, the connection is discarded, and the
-// next one opens with FULL (dsn).
-func (s *Store) lazyWriteTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
-		if rerr != nil {
-			// database/sql closes a connection whose Raw returns ErrBadConn.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}()
-	// The setting cannot change inside a transaction: it is set before it begins.
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		return err
-	}
-	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
