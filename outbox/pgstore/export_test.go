@@ -34,6 +34,3 @@ func MigrationVersions() []int {
 	}
 	return vs
 }
-
-// ClaimSQL is the claim statement (queries/claim.sql).
-var ClaimSQL = claimSQL

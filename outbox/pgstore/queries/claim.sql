@@ -12,15 +12,6 @@
 -- union is then ordered by next_attempt_at as before. Rows a branch locked but the final
 -- LIMIT leaves out stay unleased, locked only until this statement's transaction ends.
 --
--- The claim commits asynchronously (synchronous_commit off for its own transaction only,
--- set by the one-time filter below before any row is touched): it does not wait for the
--- WAL flush, which under intake load is most of a claim's time, since every claim is a
--- commit of its own (docs/design.md, 'Claims and leases'). What a database crash may then
--- lose is the lease, never a delivery: the row is as before the claim, due, and is claimed
--- and sent again (at-least-once); the worker's completion of the lost lease is fenced
--- out (ErrLeaseLost). A completion commits synchronously, and its flush carries the claim
--- before it, so a recorded outcome never outlives its claim.
---
 -- RETURNING spells DeliveryColumns with the d. qualifier: pick has an id column too.
 WITH due AS (
 	SELECT id, next_attempt_at FROM deliveries
@@ -47,7 +38,7 @@ UPDATE deliveries d SET
 	attempts = d.attempts + 1,
 	updated_at = $1
 FROM pick
-WHERE d.id = pick.id AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+WHERE d.id = pick.id
 RETURNING d.id, d.submission_id, d.route, d.channel, d.recipient, d.status, d.attempts, d.max_attempts,
 	d.next_attempt_at, d.lease_owner, d.lease_token, d.locked_until, d.last_error, d.provider,
 	d.provider_message_id, d.payload, d.created_at, d.updated_at, d.sent_at
