@@ -14,6 +14,8 @@ type ManualClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []clockWaiter
+	// added, when set, is closed by the next After (AwaitWaiters waits on it).
+	added chan struct{}
 }
 
 type clockWaiter struct {
@@ -44,7 +46,36 @@ func (c *ManualClock) After(d time.Duration) <-chan time.Time {
 		return ch
 	}
 	c.waiters = append(c.waiters, clockWaiter{at: c.now.Add(d), ch: ch})
+	if c.added != nil {
+		close(c.added)
+		c.added = nil
+	}
 	return ch
+}
+
+// AwaitWaiters blocks until at least n After calls are pending, or timeout (real time)
+// has passed, and reports whether they are: a test knows the code under it is waiting on
+// the clock again, with no polling.
+func (c *ManualClock) AwaitWaiters(n int, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		if len(c.waiters) >= n {
+			c.mu.Unlock()
+			return true
+		}
+		if c.added == nil {
+			c.added = make(chan struct{})
+		}
+		added := c.added
+		c.mu.Unlock()
+		select {
+		case <-added:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // Advance moves the clock forward by d and fires every After whose time has come, in

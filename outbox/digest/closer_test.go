@@ -343,18 +343,6 @@ func (c *countingStore) DigestRouteSince(ctx context.Context, form, route string
 	return c.DigestStore.DigestRouteSince(ctx, form, route, since)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestLoopWakesOncePerBoundary runs the closer's own loop on a manual clock: an idle
 // route costs one query per period boundary and nothing in between, and a period with a
 // submission gets its digest at its end plus the grace.
@@ -367,11 +355,16 @@ func TestLoopWakesOncePerBoundary(t *testing.T) {
 		Now: clock.Now, After: clock.After, OnCreated: func() { created.Add(1) }})
 	c.Start(context.Background())
 	defer c.Stop()
-	// waitIdle waits until the loop has made its queries and waits on the clock again.
+	// waitIdle waits until the loop waits on the clock again (its pass, queries
+	// included, is over), then checks the queries it made.
 	waitIdle := func(queries int64) {
-		waitFor(t, fmt.Sprintf("%d queries", queries), func() bool {
-			return counted.since.Load() == 1 && counted.undigested.Load() == queries && clock.Waiters() == 1
-		})
+		t.Helper()
+		if !clock.AwaitWaiters(1, 30*time.Second) {
+			t.Fatalf("the closer is not waiting on the clock (want %d queries)", queries)
+		}
+		if got, since := counted.undigested.Load(), counted.since.Load(); got != queries || since != 1 {
+			t.Fatalf("after the pass: %d UndigestedSubmissions and %d DigestRouteSince queries, want %d and 1", got, since, queries)
+		}
 	}
 	// The first pass records the route; its first period (10:00) has not closed yet.
 	waitIdle(0)

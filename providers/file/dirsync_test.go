@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,19 +39,22 @@ func TestConcurrentSendsShareFolderSyncs(t *testing.T) {
 	dir := t.TempDir()
 	p := newProvider(t, dir)
 	const n = 32
-	var syncs atomic.Int64
+	var syncs, joined atomic.Int64
+	allJoined := make(chan struct{})
+	// A send joins the sync queue right after its rename.
+	file.OnSyncJoined(p, func() {
+		if joined.Add(1) == n {
+			close(allJoined)
+		}
+	})
 	file.CountDirSyncs(p, func() {
 		if syncs.Add(1) > 1 {
 			return
 		}
-		// Hold the first sync until every send has renamed its file into place.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			names, _ := filepath.Glob(filepath.Join(dir, "*.eml"))
-			if len(names) == n || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(time.Millisecond)
+		// Hold the first sync until every send has renamed its file and queued.
+		select {
+		case <-allJoined:
+		case <-time.After(30 * time.Second):
 		}
 	})
 	for i, err := range sendParallel(p, n) {

@@ -14,3 +14,10 @@ func SyncDirPerMail(p *Provider) {
 	defer p.dirSync.mu.Unlock()
 	p.dirSync.each = true
 }
+
+// OnSyncJoined makes p call f each time a send joins the folder syncs' queue.
+func OnSyncJoined(p *Provider, f func()) {
+	p.dirSync.mu.Lock()
+	defer p.dirSync.mu.Unlock()
+	p.dirSync.joined = f
+}

@@ -134,6 +134,8 @@ type dirSyncer struct {
 	// folder itself, as before the sharing (tests and benchmarks).
 	count func()
 	each  bool
+	// joined, when set, is called as each send joins the queue (tests).
+	joined func()
 }
 
 // sync returns once a sync of dir that began after the call has finished.
@@ -145,6 +147,9 @@ func (s *dirSyncer) sync(dir string) error {
 		return syncDir(dir)
 	}
 	s.waiting = append(s.waiting, done)
+	if s.joined != nil {
+		s.joined()
+	}
 	if !s.running {
 		s.running = true
 		go s.run(dir)
