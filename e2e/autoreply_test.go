@@ -176,9 +176,13 @@ func TestAutoreplyThroughCaddy(t *testing.T) {
 			if n := len(mailsTo(t, mailDir, "mallory@example.com")); n != 0 {
 				t.Fatalf("%d replies to the honeypot post's address", n)
 			}
-			// Counted like any delivery, under its own channel.
-			_, metrics := p.admin(t, http.MethodGet, "/metrics")
-			if !strings.Contains(metrics, `form_outbox_deliveries_total{channel="autoreply",outcome="sent",provider="file"} 2`) {
+			// Counted like any delivery, under its own channel (once its outcome is
+			// recorded, just after the mail file is written).
+			var metrics string
+			if err := waitFor(20*time.Second, func() bool {
+				_, metrics = p.admin(t, http.MethodGet, "/metrics")
+				return strings.Contains(metrics, `form_outbox_deliveries_total{channel="autoreply",outcome="sent",provider="file"} 2`)
+			}); err != nil {
 				t.Fatalf("metrics do not count the two sent autoreplies:\n%s", grepLines(metrics, "form_outbox_deliveries_total"))
 			}
 		})

@@ -51,15 +51,14 @@ http://127.0.0.1:{{HTTP}} {
 // SES (about 143s at 14/s) instead of the CI-sized backlog.
 const envDrillFull = "FORM_OUTBOX_DRILL_FULL"
 
-// TestDrillRateLimits stores a backlog while no worker runs (an outage of the sending
+// drillRateLimits stores a backlog while no worker runs (an outage of the sending
 // side), then starts a worker against a fake provider that enforces its real limit and
 // answers 429 past it: SES at 14/s, Resend at 2/s. With the providers' default rates
 // (providers/ratelimit) the drain gets no 429 and takes the time the rate implies. Each
 // submission also notifies a webhook: paced at claim time (docs/design.md, "Pacing"),
 // the waiting e-mails hold no send slot, so every webhook is sent within seconds of the
 // worker's start rather than behind the e-mails.
-func TestDrillRateLimits(t *testing.T) {
-	t.Parallel()
+func drillRateLimits(t *testing.T) {
 	sesBacklog := 700 // 50s at 14/s: bounded for CI
 	if os.Getenv(envDrillFull) != "" {
 		sesBacklog = 2000

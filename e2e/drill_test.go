@@ -24,8 +24,8 @@ import (
 // blur. The drills as a whole run beside the other e2e tests, so the suite's wall time is
 // the longer of the two, not their sum. One drill: go test ./e2e -run TestDrill/Partition.
 // The longest come first, so the short ones fill the end of the parallel phase. The
-// rate-limit drill (TestDrillRateLimits) runs on its own beside them: it measures a
-// drain against a fake provider's clock, not answer times, and is the second longest.
+// rate-limit drill is among them: beside the others, its drain ran half again slower
+// than the rate implies.
 func TestDrill(t *testing.T) {
 	t.Parallel()
 	for _, d := range []struct {
@@ -33,6 +33,7 @@ func TestDrill(t *testing.T) {
 		run  func(*testing.T)
 	}{
 		{"Partition", drillPartition},
+		{"RateLimits", drillRateLimits},
 		{"Failover", drillFailover},
 		{"DiskFullSpool", drillDiskFullSpool},
 		{"SlowProviders", drillSlowProviders},
