@@ -107,7 +107,17 @@ func TestPacedEmailLeavesSlotsToOtherChannels(t *testing.T) {
 			return log.count(outbox.ChannelWebhook) == webhooks && log.count(outbox.ChannelEmail) == 1
 		})
 		awaitPass(t, passes)
-		// The e-mails waiting for their slots are in the database, not in the worker:
+		// A claim's refused e-mails are released beside the next claims: once every one
+		// is back (none left sending, so none holds a lease while it waits), ...
+		waitFor(t, 30*time.Second, "every refused e-mail released", func() bool {
+			for _, d := range emailIDs {
+				if got := getDelivery(t, s, d.ID); got.Status == outbox.DeliverySending {
+					return false
+				}
+			}
+			return true
+		})
+		// ... the e-mails waiting for their slots are in the database, not in the worker:
 		// pending (never leased), no attempt charged, each due on a slot of its own.
 		due := map[time.Time]bool{}
 		for _, d := range emailIDs {
