@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +20,7 @@ const (
 	DefaultConcurrency     = 64
 	DefaultBatch           = 100
 	DefaultLease           = 2 * time.Minute
+	DefaultPacedHold       = time.Second
 	DefaultPollInterval    = 15 * time.Second
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultEmailAttempts   = 8
@@ -86,6 +86,12 @@ type WorkerConfig struct {
 	// now; one it refuses is given back to the store, due later, without holding a send
 	// slot (docs/design.md, "Pacing").
 	Pacer Pacer
+	// PacedHold is the longest wait for its slot that a refused delivery waits out in the
+	// worker, on its lease and send slot, instead of going back to the store: a backlog
+	// drained at the rate then keeps the rate even when each claim comes back later than
+	// the rate's interval (a loaded machine), where a claim per send would set the pace.
+	// At most a quarter of Concurrency sends wait so. Default 1s; negative: never held.
+	PacedHold time.Duration
 	// OnPass is called at the end of each claim pass with the number of deliveries it
 	// claimed (their sends may still be running): a test signal.
 	OnPass func(claimed int)
@@ -100,6 +106,9 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if c.Batch <= 0 {
 		c.Batch = DefaultBatch
+	}
+	if c.PacedHold == 0 {
+		c.PacedHold = DefaultPacedHold
 	}
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
@@ -173,8 +182,11 @@ type Worker struct {
 	// worker writes to or compares with the store comes from it.
 	clock *dbClock
 	// paced holds the times (cfg.Now's) at which deliveries deferred by the Pacer come
-	// due, so the loop wakes for them (pacing.go). Only the loop goroutine uses it.
-	paced timeHeap
+	// due, so the loop wakes for them (pacing.go), under pacedMu.
+	pacedMu sync.Mutex
+	paced   timeHeap
+	// held counts the refused deliveries waiting out a short wait in memory (pacing.go).
+	held atomic.Int64
 }
 
 const (
@@ -356,10 +368,14 @@ func (w *Worker) pass(ctx context.Context) {
 			if w.cfg.Pacer != nil {
 				now := w.cfg.Now()
 				if ok, at := w.cfg.Pacer.Reserve(d, now); !ok {
+					w.inflight.Add(1)
+					if w.holdable(at.Sub(now)) {
+						go w.holdSend(d, at)
+						continue
+					}
 					// The release is a store write: made beside the claims, on the send
 					// slot taken for the row, so a backlog is given back in parallel.
-					heap.Push(&w.paced, at)
-					w.inflight.Add(1)
+					w.pushPaced(at)
 					go w.deferSend(d, w.clock.Now().Add(at.Sub(now)))
 					continue
 				}

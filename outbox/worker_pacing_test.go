@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 	"github.com/formoutbox/caddy-form-outbox/providers"
@@ -62,6 +64,18 @@ func (l *sendLog) count(ch outbox.Channel) int {
 	return len(l.sent[ch])
 }
 
+// acceptEmails stores n submissions of one e-mail delivery each.
+func acceptEmails(t *testing.T, s outbox.Store, n int) []outbox.Delivery {
+	var ds []outbox.Delivery
+	for i := range n {
+		sub := storetest.NewSubmission("contact")
+		d := storetest.NewDelivery(sub, "email", fmt.Sprintf("r%d@example.com", i))
+		storetest.MustAccept(t, s, sub, d)
+		ds = append(ds, d)
+	}
+	return ds
+}
+
 // okProvider accepts every message.
 type okProvider struct{}
 
@@ -76,18 +90,13 @@ func (okProvider) Send(context.Context, providers.Message) (providers.Result, er
 // at once instead of after the e-mails drain; each e-mail is sent on its slot with one
 // attempt and a lease held only from its send's start; the drain takes the 99.5 s the
 // rate implies. The e-mail provider keeps its own bucket behind the pacer (as the App's
-// do), which never has to wait.
+// do), which never has to wait. Holding near slots in the worker is off here (PacedHold
+// -1), so every refused e-mail takes the release path; TestPacedHold covers the hold.
 func TestPacedEmailLeavesSlotsToOtherChannels(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s outbox.Store) {
 		const emails, webhooks, rate = 200, 20, 2.0
 		interval := time.Duration(float64(time.Second) / rate)
-		var emailIDs []outbox.Delivery
-		for i := range emails {
-			sub := storetest.NewSubmission("contact")
-			d := storetest.NewDelivery(sub, "email", fmt.Sprintf("r%d@example.com", i))
-			storetest.MustAccept(t, s, sub, d)
-			emailIDs = append(emailIDs, d)
-		}
+		emailIDs := acceptEmails(t, s, emails)
 		for i := range webhooks {
 			sub := storetest.NewSubmission("contact")
 			storetest.MustAccept(t, s, sub, storetest.NewDelivery(sub, "hook", fmt.Sprintf("https://hooks.example.com/%d", i)))
@@ -101,7 +110,8 @@ func TestPacedEmailLeavesSlotsToOtherChannels(t *testing.T) {
 			sent: map[outbox.Channel][]time.Time{}, calls: map[string]int{}}
 		onPass, passes := passSignal()
 		startWorker(t, outbox.WorkerConfig{Store: s, Sender: log, Pacer: &channelPacer{ch: outbox.ChannelEmail, rate: rate},
-			Now: clock.Now, After: clock.After, ProcessClock: true, Lease: lease, PollInterval: time.Hour, OnPass: onPass})
+			Now: clock.Now, After: clock.After, ProcessClock: true, Lease: lease, PollInterval: time.Hour, OnPass: onPass,
+			PacedHold: -1})
 
 		waitFor(t, 30*time.Second, "every webhook and the first e-mail sent at once", func() bool {
 			return log.count(outbox.ChannelWebhook) == webhooks && log.count(outbox.ChannelEmail) == 1
@@ -158,11 +168,130 @@ func TestPacedEmailLeavesSlotsToOtherChannels(t *testing.T) {
 		if idle != 0 {
 			t.Errorf("a lease was held %v before its send began, want 0", idle)
 		}
+		waitFor(t, 30*time.Second, "every e-mail's outcome recorded", func() bool {
+			for _, d := range emailIDs {
+				if getDelivery(t, s, d.ID).Status != outbox.DeliverySent {
+					return false
+				}
+			}
+			return true
+		})
 		for _, d := range emailIDs {
 			got := getDelivery(t, s, d.ID)
 			if as := listAttempts(t, s, d.ID); got.Status != outbox.DeliverySent || got.Attempts != 1 || len(as) != 1 || log.calls[d.ID.String()] != 1 {
 				t.Fatalf("e-mail %s: %s with %d attempts, %d attempt rows, %d sends; want sent once with one attempt",
 					d.ID, got.Status, got.Attempts, len(as), log.calls[d.ID.String()])
+			}
+		}
+	})
+}
+
+// releaseCounter counts the store's Release and Claim calls: each release of a paced
+// delivery is a write, and each claim a transaction.
+type releaseCounter struct {
+	outbox.Store
+	mu       sync.Mutex
+	releases int
+	claims   int
+}
+
+func (r *releaseCounter) Release(ctx context.Context, id uuid.UUID, token string, now time.Time) error {
+	err := r.Store.Release(ctx, id, token, now)
+	r.mu.Lock()
+	r.releases++
+	r.mu.Unlock()
+	return err
+}
+
+func (r *releaseCounter) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
+	ds, err := r.Store.Claim(ctx, p)
+	if len(ds) > 0 {
+		r.mu.Lock()
+		r.claims++
+		r.mu.Unlock()
+	}
+	return ds, err
+}
+
+func (r *releaseCounter) counts() (releases, claims int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.releases, r.claims
+}
+
+// TestPacedHold: refused e-mails whose slot is within PacedHold (1 s by default) wait
+// for it in the worker, leased, and are sent on it without going back to the store;
+// later ones are released as before. Then the worker falls behind (the clock jumps 3 s
+// past the next slots before the loop claims them, as on a loaded machine): the claim
+// that finds three slots come at once sends them an interval apart, held, rather than
+// sending one and releasing the others for a claim each (one send per claim was the
+// drain's pace under load before the hold).
+func TestPacedHold(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s outbox.Store) {
+		const emails, rate = 6, 2.0
+		interval := time.Duration(float64(time.Second) / rate)
+		var ids []uuid.UUID
+		for _, d := range acceptEmails(t, s, emails) {
+			ids = append(ids, d.ID)
+		}
+		clock := newClock()
+		start := clock.Now()
+		counted := &releaseCounter{Store: s}
+		log := &sendLog{clock: clock, lease: time.Minute, next: outbox.Router{Email: okProvider{}},
+			sent: map[outbox.Channel][]time.Time{}, calls: map[string]int{}}
+		startWorker(t, outbox.WorkerConfig{Store: counted, Sender: log, Pacer: &channelPacer{ch: outbox.ChannelEmail, rate: rate},
+			Now: clock.Now, After: clock.After, ProcessClock: true, Lease: time.Minute, PollInterval: time.Hour})
+
+		// e-mail 0 is sent at once; 1 and 2 (slots at +0.5 s and +1 s) are held; 3, 4 and 5
+		// (+1.5 s, +2 s, +2.5 s) go back to the store.
+		waitFor(t, 30*time.Second, "the first e-mail sent and three released", func() bool {
+			r, _ := counted.counts()
+			return log.count(outbox.ChannelEmail) == 1 && r == 3
+		})
+		held := 0
+		for _, id := range ids {
+			if d := getDelivery(t, s, id); d.Status == outbox.DeliverySending {
+				held++
+			}
+		}
+		if held != 2 {
+			t.Fatalf("%d e-mails held leased in the worker, want 2 (the slots within 1 s)", held)
+		}
+		for k := 2; k <= 3; k++ {
+			clock.Advance(interval)
+			waitFor(t, 30*time.Second, fmt.Sprintf("held e-mail %d sent", k), func() bool { return log.count(outbox.ChannelEmail) >= k })
+		}
+		// Late: the loop's wake for +1.5 s fires only at +4 s, when 3, 4 and 5 are all due.
+		clock.Advance(3 * time.Second)
+		waitFor(t, 30*time.Second, "the late claim's first e-mail sent", func() bool { return log.count(outbox.ChannelEmail) >= 4 })
+		for k := 5; k <= emails; k++ {
+			clock.Advance(interval)
+			waitFor(t, 30*time.Second, fmt.Sprintf("e-mail %d sent", k), func() bool { return log.count(outbox.ChannelEmail) >= k })
+		}
+		releases, claims := counted.counts()
+		if releases != 3 || claims != 2 {
+			t.Errorf("%d releases and %d claims, want 3 and 2: a claim whose slots came at once released some again", releases, claims)
+		}
+		log.mu.Lock()
+		sent := append([]time.Time(nil), log.sent[outbox.ChannelEmail]...)
+		log.mu.Unlock()
+		want := []time.Duration{0, interval, 2 * interval, 4 * time.Second, 4*time.Second + interval, 4*time.Second + 2*interval}
+		for i, at := range sent {
+			if got := at.Sub(start); got != want[i] {
+				t.Errorf("e-mail %d sent at +%v, want +%v", i, got, want[i])
+			}
+		}
+		waitFor(t, 30*time.Second, "every e-mail's outcome recorded", func() bool {
+			for _, id := range ids {
+				if getDelivery(t, s, id).Status != outbox.DeliverySent {
+					return false
+				}
+			}
+			return true
+		})
+		for _, id := range ids {
+			if d, as := getDelivery(t, s, id), listAttempts(t, s, id); d.Status != outbox.DeliverySent || d.Attempts != 1 || len(as) != 1 {
+				t.Errorf("e-mail %s: %s, %d attempts, %d attempt rows; want sent with one", id, d.Status, d.Attempts, len(as))
 			}
 		}
 	})
