@@ -59,7 +59,7 @@ const envDrillFull = "FORM_OUTBOX_DRILL_FULL"
 // the waiting e-mails hold no send slot, so every webhook is sent within seconds of the
 // worker's start rather than behind the e-mails.
 func drillRateLimits(t *testing.T) {
-	sesBacklog := 700 // 50s at 14/s: bounded for CI
+	sesBacklog := 400 // 29 s at 14/s: bounded for CI
 	if os.Getenv(envDrillFull) != "" {
 		sesBacklog = 2000
 	}
