@@ -82,7 +82,7 @@ func drillRateLimits(t *testing.T) {
 					return at
 				}
 		}},
-		{"resend", 60, 2, func(t *testing.T) (string, func() int, func() []time.Time) {
+		{"resend", 30, 2, func(t *testing.T) (string, func() int, func() []time.Time) {
 			srv := resendfake.New()
 			t.Cleanup(srv.Close)
 			srv.EnforceRate(2)
@@ -96,8 +96,9 @@ func drillRateLimits(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
+		// One case after the other: a parallel subtest would wait for a free slot among
+		// all the parallel e2e tests while it holds up its drill chain.
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			provider, throttled, sent := c.start(t)
 			hook := newReceiver(t)
 			pc := storetest.NewPostgresSchemaName(t)

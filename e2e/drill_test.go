@@ -19,26 +19,44 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/internal/drills"
 )
 
-// TestDrill runs every drill (docs/drills.md) one after another, as one of the parallel
-// e2e tests: their bounds (answers within the accept deadline, nothing lost or sent
-// twice, recovery within a minute, a paced drain within 15% of its rate) hold beside the
-// other tests' load, and running them there rather than alone takes minutes off the
-// suite. One drill: go test ./e2e -run TestDrill/Partition.
+// The drills (docs/drills.md) run in two chains, each one drill after another and each
+// chain as one of the parallel e2e tests: their bounds (answers within the accept
+// deadline, nothing lost or sent twice, recovery within a minute, a paced drain within
+// 15% of its rate) hold beside the other tests' load, and running them there rather than
+// alone takes minutes off the suite. One drill: go test ./e2e -run TestDrill/Partition
+// (the pattern matches both chains' names).
+
+// TestDrill: the database and its network fail (partition, failover, a paused worker,
+// skewed clocks).
 func TestDrill(t *testing.T) {
 	t.Parallel()
-	for _, d := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
+	runDrills(t, []namedDrill{
 		{"Partition", drillPartition},
-		{"RateLimits", drillRateLimits},
 		{"Failover", drillFailover},
+		{"Zombie", drillZombie},
+		{"ClockSkew", drillClockSkew},
+	})
+}
+
+// TestDrillLimits: limits are reached (providers' rates, full disks, slow providers).
+func TestDrillLimits(t *testing.T) {
+	t.Parallel()
+	runDrills(t, []namedDrill{
+		{"RateLimits", drillRateLimits},
 		{"DiskFullSpool", drillDiskFullSpool},
 		{"SlowProviders", drillSlowProviders},
 		{"DiskFullSQLite", drillDiskFullSQLite},
-		{"Zombie", drillZombie},
-		{"ClockSkew", drillClockSkew},
-	} {
+	})
+}
+
+type namedDrill struct {
+	name string
+	run  func(*testing.T)
+}
+
+// runDrills runs ds one after another.
+func runDrills(t *testing.T, ds []namedDrill) {
+	for _, d := range ds {
 		t.Run(d.name, d.run)
 	}
 }
