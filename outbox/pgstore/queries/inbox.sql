@@ -101,8 +101,12 @@ UPDATE deliveries SET status = 'skipped', updated_at = $2
 	WHERE submission_id = $1 AND status IN ('pending', 'failed', 'dead')
 
 -- name: ActErase
--- Deliveries and attempts go by cascade.
-DELETE FROM submissions WHERE id = $1
+-- The submission and its deliveries, whose ids it returns: their attempts have no foreign
+-- key (migrations/0008), DeleteAttempts removes them next. Files, feedback and the rest
+-- go by cascade.
+WITH d AS (DELETE FROM deliveries WHERE submission_id = $1 RETURNING id),
+s AS (DELETE FROM submissions WHERE id = $1)
+SELECT COALESCE(array_agg(id), '{}') FROM d
 
 -- name: ActUnsuppressTarget
 -- The delivery whose bounce or complaint listed the address, and its submission, when
