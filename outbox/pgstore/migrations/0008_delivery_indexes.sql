@@ -1,14 +1,15 @@
--- What a sent delivery costs (docs/design.md, "Data model"). A completion to sent updates
--- every index the new row version belongs to (PostgreSQL cannot make it a HOT update: the
--- status it changes is indexed), so the status index now holds only the deliveries not
--- finished: a completion to sent or skipped adds no entry there, and the index stays as
--- small as the live work however much history accumulates. Every query naming an
--- unfinished status by literal (the overview, the inbox's dead and pending filters, Stats)
--- or by a parameter bound to one (DeliveriesByStatus, planned per value) still uses it; a
--- listing of sent or skipped deliveries reads the table, as the listing of every status
--- always did.
+-- What a delivery's claim and completion cost (docs/design.md, "Data model"). Each is an
+-- update that PostgreSQL cannot make HOT (the status it changes is indexed), so it adds
+-- an entry to every index the new row version belongs to. The status index now holds only
+-- the deliveries an operator looks for by status, pending, failed and dead: a claim (to
+-- sending) and a completion to sent add no entry there, and the index stays as small as
+-- the live work however much history accumulates. Leased rows are in deliveries_leased,
+-- which Stats and the claim's expired branch read; the overview and the inbox's pending
+-- filter name sending as an OR arm of its own so that the planner combines the two
+-- indexes (queries/inbox.sql). A listing of sent or skipped deliveries reads the table,
+-- as the listing of every status always did.
 DROP INDEX deliveries_status;
-CREATE INDEX deliveries_status ON deliveries (status, next_attempt_at) WHERE status NOT IN ('sent', 'skipped');
+CREATE INDEX deliveries_status ON deliveries (status, next_attempt_at) WHERE status IN ('pending', 'failed', 'dead');
 
 -- An attempt's foreign key cost every recorded attempt a lookup and a share lock of its
 -- delivery (a trigger query per row). The cascade it gave is now spelled out: every
