@@ -136,7 +136,20 @@ func (t flowTx) EraseAutoreplies(ctx context.Context, submissionID uuid.UUID) er
 }
 
 func (t flowTx) DeleteSubmission(ctx context.Context, id uuid.UUID) error {
-	_, err := t.tx.Exec(ctx, fq.ActErase, [16]byte(id))
+	var deliveries [][16]byte
+	if err := t.tx.QueryRow(ctx, fq.ActErase, [16]byte(id)).Scan(&deliveries); err != nil {
+		return err
+	}
+	return t.deleteAttempts(ctx, deliveries)
+}
+
+// deleteAttempts deletes the attempts of deliveries just deleted: PostgreSQL has no
+// foreign key to cascade them (migrations/0008).
+func (t flowTx) deleteAttempts(ctx context.Context, deliveries [][16]byte) error {
+	if len(deliveries) == 0 {
+		return nil
+	}
+	_, err := t.tx.Exec(ctx, qDeleteAttempts, deliveries)
 	return err
 }
 
@@ -156,8 +169,14 @@ func (t flowTx) SuppressionTarget(ctx context.Context, address string) (storeflo
 }
 
 func (t flowTx) PruneSubmissions(ctx context.Context, before time.Time, batch int) (int, error) {
-	tag, err := t.tx.Exec(ctx, fq.PruneSubmissions, before, batch)
-	return int(tag.RowsAffected()), err
+	var (
+		n          int
+		deliveries [][16]byte
+	)
+	if err := t.tx.QueryRow(ctx, fq.PruneSubmissions, before, batch).Scan(&n, &deliveries); err != nil {
+		return 0, err
+	}
+	return n, t.deleteAttempts(ctx, deliveries)
 }
 
 func (t flowTx) PruneEvents(ctx context.Context, before time.Time, batch int) (int, error) {

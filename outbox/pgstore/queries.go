@@ -53,6 +53,7 @@ var (
 	qStats                   = queries.Must("Stats")
 	qTryPrunerLock           = queries.Must("TryPrunerLock")
 	qPrunerUnlock            = queries.Must("PrunerUnlock")
+	qDeleteAttempts          = queries.Must("DeleteAttempts")
 
 	qSearchSubmissions      = queries.Must("SearchSubmissions")
 	qSearchSubmissionsOrder = queries.Must("SearchSubmissionsOrder")

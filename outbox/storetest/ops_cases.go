@@ -369,3 +369,63 @@ var _ = register("OpsLockPrunerIsExclusive", func(t *testing.T, s outbox.Store) 
 	}
 	unlock2()
 })
+
+// The attempts of a delivery go with it, whichever path deletes it: retention, erasure,
+// and an erasure while the delivery is leased, after which the worker's completion
+// records nothing. PostgreSQL has no foreign key from attempts to deliveries
+// (pgstore/migrations/0008), so this is what proves its explicit deletes.
+var _ = register("OpsPruneAndEraseLeaveNoAttempts", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	day := 24 * time.Hour
+	noAttempts := func(what string, d outbox.Delivery) {
+		t.Helper()
+		if _, err := s.GetDelivery(ctx, d.ID); !errors.Is(err, outbox.ErrNotFound) {
+			t.Errorf("%s: delivery still stored (err %v)", what, err)
+		}
+		if as, err := s.ListAttempts(ctx, d.ID); err != nil || len(as) != 0 {
+			t.Errorf("%s: attempts left = %v, %v; want none", what, as, err)
+		}
+	}
+	// accept stores one submission created at `at` with one delivery and claims it.
+	accept := func(at time.Time) outbox.Delivery {
+		t.Helper()
+		sub := NewSubmission("contact", WithCreatedAt(at))
+		MustAccept(t, s, sub, NewDelivery(sub, "email", "sales@example.com"))
+		got := claim(t, s, at, 1)
+		if len(got) != 1 || got[0].SubmissionID != sub.ID {
+			t.Fatalf("setup: claimed %v, want the delivery of %s", ids(got), sub.ID)
+		}
+		return got[0]
+	}
+	sent := accept(t0.Add(-10 * day))
+	complete(t, s, sent, outbox.DeliverySent, outbox.OutcomeSent, t0.Add(-10*day), nil)
+	dead := accept(t0.Add(-9 * day))
+	complete(t, s, dead, outbox.DeliveryDead, outbox.OutcomePermanent, t0.Add(-9*day), nil)
+	for _, d := range []outbox.Delivery{sent, dead} {
+		if as, err := s.ListAttempts(ctx, d.ID); err != nil || len(as) != 1 {
+			t.Fatalf("setup: attempts of %s = %v, %v; want 1", d.ID, as, err)
+		}
+	}
+	res, err := outbox.Ops(s).Prune(ctx, t0, 10)
+	if err != nil || res.Submissions != 2 {
+		t.Fatalf("prune = %+v, %v; want 2 submissions", res, err)
+	}
+	noAttempts("pruned sent", sent)
+	noAttempts("pruned dead", dead)
+
+	erased := accept(t0)
+	complete(t, s, erased, outbox.DeliverySent, outbox.OutcomeSent, t0, nil)
+	leased := accept(t0.Add(time.Minute))
+	ib := outbox.Inbox(s)
+	for _, d := range []outbox.Delivery{erased, leased} {
+		if err := ib.Act(ctx, outbox.Action{Kind: outbox.ActionErase, SubmissionID: d.SubmissionID, User: "ops", Now: t0.Add(2 * time.Minute)}); err != nil {
+			t.Fatalf("erase %s: %v", d.SubmissionID, err)
+		}
+	}
+	err = outbox.CompleteOne(ctx, s, completion(leased, outbox.DeliverySent, outbox.OutcomeSent, t0.Add(3*time.Minute), nil))
+	if !errors.Is(err, outbox.ErrLeaseLost) {
+		t.Errorf("completion of an erased delivery: err = %v, want ErrLeaseLost", err)
+	}
+	noAttempts("erased", erased)
+	noAttempts("erased while leased", leased)
+})

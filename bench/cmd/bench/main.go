@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&cfg.e2eWorker, "e2eworker", "", "end-to-end part: worker subdirectives for its Caddy, ';'-separated (default: none, the defaults users run)")
 	flag.StringVar(&cfg.e2eDSN, "e2edsn", "", "end-to-end part: DSN parameters appended to its Caddy's PostgreSQL DSN, e.g. pool_max_conns=8")
 	flag.StringVar(&cfg.e2ePoints, "e2epoints", "", "end-to-end part: only the points whose \"storage target\" contains this (e.g. \"postgres file\")")
-	burnSweep := flag.String("burnsweep", "", "burn-down: more settings after the reference (100 workers, batch 100), as workers/batch pairs, e.g. 500/200,2000/200 (each side at its best, issue 21)")
+	burnSweep := flag.String("burnsweep", defaultBurnSweep, "burn-down: more settings after the reference (100 workers, batch 100), as workers/batch pairs (each side at its best, issue 21); empty for the reference alone")
 	instrN := flag.Int("instr-child", 0, "internal: serve this many intake requests in process and exit (run under callgrind by -only instr)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
 	flag.Parse()

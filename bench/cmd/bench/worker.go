@@ -31,6 +31,13 @@ const (
 	burnBatch   = 100
 )
 
+// defaultBurnSweep are the settings every run adds to the reference, so that the report
+// compares each side at its best: River is fastest at 2,000 workers, form_outbox at 500
+// to 2,000 with claims of 200 (measured with -burnsweep 500/200,1000/200,2000/200,2000/400
+// against the completion by primary key, docs/design.md "Recording outcomes"; larger
+// claims cost the same per row).
+const defaultBurnSweep = "500/200,2000/200"
+
 type noopSender struct{ onSend func(outbox.Delivery) }
 
 func (n noopSender) Send(_ context.Context, d outbox.Delivery) (providers.Result, error) {

@@ -9,6 +9,12 @@
 -- holds the delivery's row lock, so no other writer numbers an attempt of it meanwhile.
 -- The arrays are completeColumns' (complete_set.go); an event's submission or delivery
 -- that is the nil uuid is the delivery's.
+--
+-- The status test is written IS TRUE so that no index on status can answer it: the
+-- planner estimates the batch at 10 rows and, from statistics taken while few rows were
+-- leased, the sending rows at 1, and then read every leased row through the status index
+-- and hashed them, per batch (10,000 rows leased: 16 ms of a 35 ms batch of 256). Each
+-- completion is now one primary-key lookup, whatever the number of leases.
 WITH c AS (
 	SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
 		$7::uuid[], $8::text[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[],
@@ -29,7 +35,7 @@ WITH c AS (
 		updated_at = c.now,
 		sent_at = CASE WHEN c.status = 'sent' THEN c.now ELSE d.sent_at END
 	FROM c
-	WHERE d.id = c.id AND d.status = 'sending' AND d.lease_token = c.token AND d.lease_token <> ''
+	WHERE d.id = c.id AND (d.status = 'sending') IS TRUE AND d.lease_token = c.token AND d.lease_token <> ''
 	RETURNING d.id, d.submission_id, d.attempts
 ), a AS (
 	INSERT INTO delivery_attempts ({{AttemptColumns}})

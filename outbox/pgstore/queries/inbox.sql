@@ -20,7 +20,9 @@ s.status = $?
 s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status = 'dead')
 
 -- name: SearchDeliveryPending
-s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status IN ('pending', 'failed', 'sending'))
+-- sending is an arm of its own: its rows are in deliveries_leased, not in the status
+-- index (migrations/0008), and the planner combines indexes over OR arms only.
+s.id IN (SELECT d.submission_id FROM deliveries d WHERE d.status IN ('pending', 'failed') OR d.status = 'sending')
 
 -- name: SearchSince
 s.created_at >= $?
@@ -61,10 +63,12 @@ SELECT form, status, test,
 	GROUP BY form, status, test ORDER BY form, status, test
 
 -- name: OverviewDeliveries
--- The status index narrows these to the few rows not sent or skipped.
+-- The status index (pending, failed, dead) and deliveries_leased (sending) narrow these to
+-- the few rows not sent or skipped; sending is an OR arm of its own so that the planner
+-- combines the two (migrations/0008).
 SELECT s.form, d.status, COUNT(*)
 	FROM deliveries d JOIN submissions s ON s.id = d.submission_id
-	WHERE d.status IN ('pending', 'sending', 'failed', 'dead') AND ($1::text[] IS NULL OR s.form = ANY($1))
+	WHERE (d.status IN ('pending', 'failed', 'dead') OR d.status = 'sending') AND ($1::text[] IS NULL OR s.form = ANY($1))
 	GROUP BY s.form, d.status ORDER BY s.form, d.status
 
 -- name: SubmissionEvents
@@ -101,8 +105,12 @@ UPDATE deliveries SET status = 'skipped', updated_at = $2
 	WHERE submission_id = $1 AND status IN ('pending', 'failed', 'dead')
 
 -- name: ActErase
--- Deliveries and attempts go by cascade.
-DELETE FROM submissions WHERE id = $1
+-- The submission and its deliveries, whose ids it returns: their attempts have no foreign
+-- key (migrations/0008), DeleteAttempts removes them next. Files, feedback and the rest
+-- go by cascade.
+WITH d AS (DELETE FROM deliveries WHERE submission_id = $1 RETURNING id),
+s AS (DELETE FROM submissions WHERE id = $1)
+SELECT COALESCE(array_agg(id), '{}') FROM d
 
 -- name: ActUnsuppressTarget
 -- The delivery whose bounce or complaint listed the address, and its submission, when

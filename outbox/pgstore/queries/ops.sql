@@ -24,15 +24,32 @@ SELECT
 		(SELECT count(*) FROM deliveries WHERE status = 'dead')
 
 -- name: PruneSubmissions
--- Expired submissions whose deliveries are all terminal, cascading to deliveries and
--- attempts. Rows a worker has locked are skipped rather than waited for.
-DELETE FROM submissions WHERE id IN (
-		SELECT s.id FROM submissions s
-		WHERE s.created_at < $1 AND NOT EXISTS (
-			SELECT 1 FROM deliveries d
-			WHERE d.submission_id = s.id AND d.status NOT IN ('sent', 'dead', 'skipped'))
-		ORDER BY s.created_at LIMIT $2
-		FOR UPDATE SKIP LOCKED)
+-- Expired submissions whose deliveries are all terminal, with their deliveries: the number
+-- of submissions and the deliveries' ids, whose attempts DeleteAttempts removes next
+-- (no foreign key: migrations/0008). Rows a worker has locked are skipped rather than
+-- waited for.
+WITH old AS (
+	SELECT s.id FROM submissions s
+	WHERE s.created_at < $1 AND NOT EXISTS (
+		SELECT 1 FROM deliveries d
+		WHERE d.submission_id = s.id AND d.status NOT IN ('sent', 'dead', 'skipped'))
+	ORDER BY s.created_at LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), d AS (
+	DELETE FROM deliveries WHERE submission_id IN (SELECT id FROM old) RETURNING id
+), s AS (
+	DELETE FROM submissions WHERE id IN (SELECT id FROM old) RETURNING id
+)
+SELECT (SELECT count(*) FROM s), COALESCE((SELECT array_agg(id) FROM d), '{}')
+
+-- name: DeleteAttempts
+-- The attempts of the deliveries just deleted (ActErase, PruneSubmissions), in the same
+-- transaction. A statement of its own, after the delete, so that it sees every attempt
+-- committed before the delete took its deliveries' row locks: a completion that commits
+-- while the delete waits for the row is read by this statement's fresh snapshot (one
+-- statement's CTEs would share the older one), and a completion that comes after the
+-- lock finds its delivery gone and writes no attempt (queries/complete.sql).
+DELETE FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])
 
 -- name: PruneEvents
 -- Oldest id first, so the scan stops at the first young event instead of reading them all.
