@@ -31,6 +31,8 @@ type config struct {
 	claimLow int
 	claimHi  int
 	latN     int
+	// pruneN old submissions are seeded for the retention part (prune.go).
+	pruneN int
 	// inboxN submissions are seeded for the inbox's list pages, searchN for its search;
 	// inboxReqs requests are timed per page.
 	inboxN, searchN, inboxReqs int
@@ -56,10 +58,14 @@ type config struct {
 func (c *config) runs(part string) bool { return len(c.only) == 0 || c.only[part] }
 
 func main() {
-	var cfg config
+	var (
+		cfg     config
+		claimHi int
+		pruneN  int
+	)
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
-	only := flag.String("only", "", "comma-separated parts to run (intake,e2e,instr,burn,c2s,claim,inbox,uploads), for profiling; the report then lacks the others")
+	only := flag.String("only", "", "comma-separated parts to run (intake,e2e,instr,burn,c2s,claim,prune,inbox,uploads), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.StringVar(&cfg.e2eWorker, "e2eworker", "", "end-to-end part: worker subdirectives for its Caddy, ';'-separated (default: none, the defaults users run)")
@@ -67,6 +73,8 @@ func main() {
 	flag.StringVar(&cfg.e2ePoints, "e2epoints", "", "end-to-end part: only the points whose \"storage target\" contains this (e.g. \"postgres file\")")
 	burnSweep := flag.String("burnsweep", defaultBurnSweep, "burn-down: more settings after the reference (100 workers, batch 100), as workers/batch pairs (each side at its best, issue 21); empty for the reference alone")
 	instrN := flag.Int("instr-child", 0, "internal: serve this many intake requests in process and exit (run under callgrind by -only instr)")
+	flag.IntVar(&pruneN, "prunen", 0, "retention part: the old submissions it seeds (default 1000000, -quick 100000)")
+	flag.IntVar(&claimHi, "claimhi", 0, "claim part: the finished rows of its second phase (default 10000000, -quick 50000)")
 	flag.StringVar(&cfg.caddyProfile, "caddyprofile", "", "write CPU and allocation profiles of the PostgreSQL Caddy during each intake point into this directory")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -120,9 +128,17 @@ func main() {
 	if cfg.quick {
 		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 2*time.Second, 5000, 10_000, 50_000, 30
 		cfg.inboxN, cfg.searchN, cfg.inboxReqs = 50_000, 10_000, 30
+		cfg.pruneN = 100_000
 	} else {
-		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 10*time.Second, 100_000, 10_000, 1_000_000, 200
+		cfg.dur, cfg.burnN, cfg.claimLow, cfg.claimHi, cfg.latN = 10*time.Second, 100_000, 10_000, 10_000_000, 200
 		cfg.inboxN, cfg.searchN, cfg.inboxReqs = 1_000_000, 100_000, 50
+		cfg.pruneN = 1_000_000
+	}
+	if claimHi > 0 {
+		cfg.claimHi = claimHi
+	}
+	if pruneN > 0 {
+		cfg.pruneN = pruneN
 	}
 	if err := run(&cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -143,7 +159,7 @@ func run(cfg *config) error {
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
-	if cfg.runs("intake") || cfg.runs("e2e") || cfg.runs("uploads") {
+	if cfg.runs("intake") || cfg.runs("e2e") || cfg.runs("uploads") || cfg.runs("prune") {
 		logf("building caddy from ../cmd/caddy")
 		cfg.caddyBin = filepath.Join(tmp, "caddy")
 		if err := buildCaddy(cfg.caddyBin); err != nil {
@@ -161,6 +177,7 @@ func run(cfg *config) error {
 		{"burn", "worker burn-down", benchBurnDown},
 		{"c2s", "commit-to-send", benchCommitToSend},
 		{"claim", "claim latency", benchClaim},
+		{"prune", "retention under load", benchPrune},
 		{"inbox", "inbox pages", benchInbox},
 		{"uploads", "uploads", benchUploads},
 	}

@@ -26,6 +26,8 @@ type report struct {
 	burnSweep         []burnPoint // every burn-down setting, the reference first
 	c2sOn, c2sOff     [2]time.Duration
 	claim             [2][3]time.Duration // rows, p50, p99
+	claimSeed         [2][2]time.Duration // the history's seeding, its VACUUM ANALYZE
+	prune             *pruneResult        // retention under load (prune.go), nil when not run
 	inbox             []inboxPoint
 	uploads           *uploadsResult // uploads.go
 	// The end-to-end part (e2e.go): its points, and its own pgbench and SQLite
@@ -127,6 +129,7 @@ func (r *report) markdown() string {
 	if r.rssKB > 0 {
 		fmt.Fprintf(&b, "| Caddy RSS under the 64-connection PostgreSQL intake load <= 150 MB | peak sampled %.1f MB (VmHWM %.1f MB) | %s |\n", float64(r.rssKB)/1024, float64(r.rssHWMKB)/1024, verdict(r.rssHWMKB <= 150*1024))
 	}
+	r.pruneTarget(&b)
 	r.inboxTargets(&b)
 	r.uploadsTargets(&b)
 	r.e2eTargets(&b)
@@ -170,11 +173,13 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "| Commit-to-send, notifications on (LISTEN/NOTIFY, another pool) | p50 %s, p99 %s |\n", ms(r.c2sOn[0]), ms(r.c2sOn[1]))
 	fmt.Fprintf(&b, "| Commit-to-send, notifications off (poll interval %v) | p50 %s, p99 %s |\n", offPollInterval, ms(r.c2sOff[0]), ms(r.c2sOff[1]))
-	for _, c := range r.claim {
+	for i, c := range r.claim {
 		if c[1] > 0 {
-			fmt.Fprintf(&b, "| Claim of 10 due rows with %d finished rows (vacuumed, analyzed, warm) | p50 %s, p99 %s |\n", int(c[0]), ms(c[1]), ms(c[2]))
+			fmt.Fprintf(&b, "| Claim of 10 due rows with %d finished rows (vacuumed, analyzed, warm; history seeded in %v, VACUUM ANALYZE %v) | p50 %s, p99 %s |\n",
+				int(c[0]), r.claimSeed[i][0].Round(time.Second/10), r.claimSeed[i][1].Round(time.Second/10), ms(c[1]), ms(c[2]))
 		}
 	}
+	r.pruneSection(&b)
 	if len(r.inbox) > 0 {
 		b.WriteString("\n")
 		r.inboxSection(&b)
