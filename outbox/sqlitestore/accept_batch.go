@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -19,8 +18,11 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 	for i, it := range items {
 		prepared[i], out[i].Err = prepareAccept(it.Submission)
 	}
-	err := s.writeTx(ctx, func(sqlTx *sql.Tx) error {
-		tx := newTxStmts(sqlTx)
+	write := s.writeTx
+	if hasFiles(items) {
+		write = s.writeTxAlone // its chunks would hold everyone's commit
+	}
+	err := write(ctx, func(tx *txStmts) error {
 		for i, it := range items {
 			if out[i].Err != nil {
 				continue
@@ -48,6 +50,15 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 		}
 	}
 	return out
+}
+
+func hasFiles(items []outbox.AcceptItem) bool {
+	for _, it := range items {
+		if len(it.Submission.Files) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // errSavepoint marks a failure of the savepoint machinery itself, after which the

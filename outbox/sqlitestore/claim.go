@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -21,7 +20,7 @@ func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Deliv
 	}
 	now, until := micros(at), micros(end)
 	var out []outbox.Delivery
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *txStmts) error {
 		rows, err := tx.QueryContext(ctx, qClaim,
 			p.Owner, until, now, now, now, p.Limit)
 		if err != nil {

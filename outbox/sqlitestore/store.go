@@ -4,8 +4,9 @@
 //
 // SQLite allows one writer at a time. Rather than letting concurrent writers race for the
 // file lock and fail with SQLITE_BUSY, every write goes through a pool of exactly one
-// connection whose transactions begin IMMEDIATE; reads use a separate pool and see the
-// last committed state (WAL readers never block the writer).
+// connection whose transactions begin IMMEDIATE, and the writes waiting at the same
+// moment share one transaction and its commit (combine.go); reads use a separate pool
+// and see the last committed state (WAL readers never block the writer).
 package sqlitestore
 
 import (
@@ -40,6 +41,8 @@ type Store struct {
 	w    *sql.DB // exactly one connection, BEGIN IMMEDIATE
 	r    *sql.DB // readers
 
+	c *combiner // runs every write on w (combine.go)
+
 	pruneMu sync.Mutex // held by the running retention pass; see LockPruner
 }
 
@@ -65,8 +68,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{path: path, w: w}
+	s := &Store{path: path, w: w, c: newCombiner(w)}
 	if err := s.migrate(ctx); err != nil {
+		s.c.stop()
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
@@ -74,6 +78,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// persistent, so readers never see a rollback-journal database.
 	r, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
+		s.c.stop()
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
@@ -138,8 +143,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close lets the writes already handed to the store commit, then closes both pools.
+// Writes handed to it later fail.
 func (s *Store) Close() error {
+	s.c.stop()
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
@@ -149,19 +156,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close sqlite store: %w", err)
 	}
 	return nil
-}
-
-// writeTx runs fn in one IMMEDIATE transaction on the single writer connection.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 var _ outbox.Store = (*Store)(nil)
