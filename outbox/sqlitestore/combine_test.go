@@ -33,6 +33,8 @@ type commitGate struct {
 
 func holdFirstCommit(t *testing.T, s *sqlitestore.Store) *commitGate {
 	t.Helper()
+	// No time bound: how the writes group must not depend on the machine's speed.
+	sqlitestore.SetWriteLimits(s, 1024, time.Hour)
 	g := &commitGate{queued: make(chan struct{}, 1024), held: make(chan struct{}), release: make(chan struct{})}
 	var once sync.Once
 	sqlitestore.SetWriteHooks(s, func() { g.queued <- struct{}{} }, func(n int) error {
@@ -345,9 +347,8 @@ func TestCallerCanceledWhileItsWriteRunsHearsTheCommit(t *testing.T) {
 // submission with files) has a transaction of its own; the rest keep their order.
 func TestSharedTransactionsAreBounded(t *testing.T) {
 	ctx := context.Background()
-	s := newSQLite(t)
+	s, g, firstDone := newHeldStore(t)
 	sqlitestore.SetWriteLimits(s, 3, time.Hour)
-	g, firstDone := holdFirstAccept(t, s)
 	var subs []*outbox.Submission
 	var dones []<-chan error
 	for i := range 7 {
@@ -362,6 +363,21 @@ func TestSharedTransactionsAreBounded(t *testing.T) {
 	wantOK(t, "write", append(dones, firstDone)...)
 	// 3 (the bound), 1 (before the one with a file), 1 (the file), 2.
 	wantCommits(t, g, 1, 3, 1, 1, 2)
+	mustHave(t, s, subs...)
+}
+
+// A shared transaction past its time bound starts no new write.
+func TestSharedTransactionsAreBoundedInTime(t *testing.T) {
+	s, g, firstDone := newHeldStore(t)
+	sqlitestore.SetWriteLimits(s, 1024, time.Nanosecond)
+	subs := newSubs(3)
+	var dones []<-chan error
+	for _, sub := range subs {
+		dones = append(dones, g.start(acceptWrite(s, context.Background(), sub)))
+	}
+	g.releaseOnce()
+	wantOK(t, "write", append(dones, firstDone)...)
+	wantCommits(t, g, 1, 1, 1, 1)
 	mustHave(t, s, subs...)
 }
 
