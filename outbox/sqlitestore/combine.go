@@ -89,8 +89,12 @@ type combiner struct {
 	exited chan struct{}
 }
 
-func newCombiner(w *sql.DB) *combiner {
-	c := &combiner{w: w, maxFns: combineMaxFns, maxTime: combineMaxTime,
+// newCombiner starts the combiner of w; maxFns 0 means combineMaxFns.
+func newCombiner(w *sql.DB, maxFns int) *combiner {
+	if maxFns <= 0 {
+		maxFns = combineMaxFns
+	}
+	c := &combiner{w: w, maxFns: maxFns, maxTime: combineMaxTime,
 		wake: make(chan struct{}, 1), exited: make(chan struct{})}
 	go c.loop()
 	return c

@@ -34,7 +34,7 @@ type commitGate struct {
 func holdFirstCommit(t *testing.T, s *sqlitestore.Store) *commitGate {
 	t.Helper()
 	// No time bound: how the writes group must not depend on the machine's speed.
-	sqlitestore.SetWriteLimits(s, 1024, time.Hour)
+	sqlitestore.SetWriteLimits(s, 0, time.Hour)
 	g := &commitGate{queued: make(chan struct{}, 1024), held: make(chan struct{}), release: make(chan struct{})}
 	var once sync.Once
 	sqlitestore.SetWriteHooks(s, func() { g.queued <- struct{}{} }, func(n int) error {
@@ -99,6 +99,23 @@ func newSubs(n int) []*outbox.Submission {
 		subs[i] = storetest.NewSubmission("contact")
 	}
 	return subs
+}
+
+// wantOneCommitEach queues n accepts behind the held commit, lets it go, and checks
+// that each accept had a commit of its own.
+func wantOneCommitEach(t *testing.T, s *sqlitestore.Store, g *commitGate, firstDone <-chan error, n int) {
+	t.Helper()
+	subs := newSubs(n)
+	dones := []<-chan error{firstDone}
+	want := []int{1}
+	for _, sub := range subs {
+		dones = append(dones, g.start(acceptWrite(s, context.Background(), sub)))
+		want = append(want, 1)
+	}
+	g.releaseOnce()
+	wantOK(t, "write", dones...)
+	wantCommits(t, g, want...)
+	mustHave(t, s, subs...)
 }
 
 func (g *commitGate) commitSizes() []int {
@@ -369,16 +386,20 @@ func TestSharedTransactionsAreBounded(t *testing.T) {
 // A shared transaction past its time bound starts no new write.
 func TestSharedTransactionsAreBoundedInTime(t *testing.T) {
 	s, g, firstDone := newHeldStore(t)
-	sqlitestore.SetWriteLimits(s, 1024, time.Nanosecond)
-	subs := newSubs(3)
-	var dones []<-chan error
-	for _, sub := range subs {
-		dones = append(dones, g.start(acceptWrite(s, context.Background(), sub)))
+	sqlitestore.SetWriteLimits(s, 0, time.Nanosecond)
+	wantOneCommitEach(t, s, g, firstDone, 3)
+}
+
+// With MaxSharedWrites 1 (the bench's one-commit-per-request baseline) every write has a
+// commit of its own.
+func TestOneWritePerTransaction(t *testing.T) {
+	s, err := sqlitestore.OpenWith(context.Background(), filepath.Join(t.TempDir(), "outbox.db"), sqlitestore.Options{MaxSharedWrites: 1})
+	if err != nil {
+		t.Fatal(err)
 	}
-	g.releaseOnce()
-	wantOK(t, "write", append(dones, firstDone)...)
-	wantCommits(t, g, 1, 1, 1, 1)
-	mustHave(t, s, subs...)
+	t.Cleanup(func() { s.Close() })
+	g, firstDone := holdFirstAccept(t, s)
+	wantOneCommitEach(t, s, g, firstDone, 3)
 }
 
 // With the file locked by another connection (another process, an operator's sqlite3

@@ -22,9 +22,13 @@ func SetWriteHooks(s *Store, queued func(), commit func(n int) error) {
 	s.c.hooks.Store(&writeHooks{queued: queued, commit: commit})
 }
 
-// SetWriteLimits bounds s's shared write transactions to maxFns writes and maxTime.
+// SetWriteLimits bounds s's shared write transactions to maxFns writes (0: as they are)
+// and maxTime.
 func SetWriteLimits(s *Store, maxFns int, maxTime time.Duration) {
 	s.c.mu.Lock()
-	s.c.maxFns, s.c.maxTime = maxFns, maxTime
+	if maxFns > 0 {
+		s.c.maxFns = maxFns
+	}
+	s.c.maxTime = maxTime
 	s.c.mu.Unlock()
 }

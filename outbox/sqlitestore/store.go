@@ -49,6 +49,19 @@ type Store struct {
 // Open opens (creating if needed) the database file at path, creating its parent
 // directory, and applies pending migrations. Re-opening an up-to-date file changes nothing.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// Options tune a store; the zero value is what Open uses.
+type Options struct {
+	// MaxSharedWrites bounds how many writes share one transaction and its commit
+	// (combine.go); 0 means the default, 128. 1 gives every write a commit of its own,
+	// which is what the bench's one-commit-per-request baseline measures.
+	MaxSharedWrites int
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
@@ -68,7 +81,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{path: path, w: w, c: newCombiner(w)}
+	s := &Store{path: path, w: w, c: newCombiner(w, o.MaxSharedWrites)}
 	if err := s.migrate(ctx); err != nil {
 		s.c.stop()
 		w.Close()
