@@ -10,8 +10,9 @@ import (
 )
 
 // Claim leases up to p.Limit due deliveries, oldest next_attempt_at first. It is one
-// UPDATE inside an IMMEDIATE transaction on the single writer, so two claimers (even in
-// two processes sharing the file) can never lease the same row. Each row gets its own
+// UPDATE inside an IMMEDIATE transaction on the single writer (the shared one of
+// combine.go), so two claimers (even in two processes sharing the file) can never lease
+// the same row. Each row gets its own
 // random lease token.
 func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
 	at, end, ok, err := storeflow.ClaimWindow(p)

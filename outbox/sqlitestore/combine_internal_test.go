@@ -141,3 +141,16 @@ func TestCloseCommitsWhatIsQueued(t *testing.T) {
 		t.Errorf("%d queued writes committed, want 3", n)
 	}
 }
+
+// The writer keeps its statement journals (the savepoints') in memory, not in temporary
+// files.
+func TestWriterKeepsStatementJournalsInMemory(t *testing.T) {
+	s := openForTest(t)
+	var mode int
+	if err := s.w.QueryRow(`PRAGMA temp_store`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != 2 {
+		t.Errorf("writer's temp_store = %d, want 2 (MEMORY)", mode)
+	}
+}
