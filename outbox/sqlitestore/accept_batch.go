@@ -10,9 +10,10 @@ import (
 
 // AcceptBatch accepts every item in one write transaction (group commit): one fsync for
 // the lot, shared with the other writes waiting beside it (combine.go); a batch with
-// files has a transaction of its own. Each item runs inside its own SAVEPOINT, so an item that fails is rolled back
-// alone and gets its own error; duplicates, including of an earlier item of the batch,
-// are found exactly as Accept finds them. See outbox.BatchAccepter.
+// files has a transaction of its own. Each item runs inside its own SAVEPOINT, so an
+// item that fails is rolled back alone and gets its own error; duplicates, including of
+// an earlier item of the batch, are found exactly as Accept finds them. See
+// outbox.BatchAccepter.
 func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
 	out := make([]outbox.AcceptOutcome, len(items))
 	prepared := make([]preparedAccept, len(items))
