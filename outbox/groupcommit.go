@@ -131,8 +131,10 @@ func (g *GroupCommitter) limits() batchLimits {
 type beforeCommitKey struct{}
 
 // WithBeforeCommit returns a context under which a store's AcceptBatch and CompleteBatch
-// call fn just before COMMIT; an error from fn rolls the whole transaction back and is
-// every member's error. It is a fault-injection point for tests and benchmarks (a commit
+// call fn after writing the batch, just before it is committed; an error from fn rolls
+// the batch back and is every member's error. (On SQLite a batch may share its
+// transaction with other writes, outbox/sqlitestore/combine.go: the hook then runs at the
+// end of the batch's own savepoint, and only the batch is rolled back.) It is a fault-injection point for tests and benchmarks (a commit
 // that fails after all rows were written); production code never sets it.
 func WithBeforeCommit(ctx context.Context, fn func() error) context.Context {
 	return context.WithValue(ctx, beforeCommitKey{}, fn)

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -10,17 +9,22 @@ import (
 )
 
 // AcceptBatch accepts every item in one write transaction (group commit): one fsync for
-// the lot. Each item runs inside its own SAVEPOINT, so an item that fails is rolled back
-// alone and gets its own error; duplicates, including of an earlier item of the batch,
-// are found exactly as Accept finds them. See outbox.BatchAccepter.
+// the lot, shared with the other writes waiting beside it (combine.go); a batch with
+// files has a transaction of its own. Each item runs inside its own SAVEPOINT, so an
+// item that fails is rolled back alone and gets its own error; duplicates, including of
+// an earlier item of the batch, are found exactly as Accept finds them. See
+// outbox.BatchAccepter.
 func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []outbox.AcceptOutcome {
 	out := make([]outbox.AcceptOutcome, len(items))
 	prepared := make([]preparedAccept, len(items))
 	for i, it := range items {
 		prepared[i], out[i].Err = prepareAccept(it.Submission)
 	}
-	err := s.writeTx(ctx, func(sqlTx *sql.Tx) error {
-		tx := newTxStmts(sqlTx)
+	write := s.writeTx
+	if hasFiles(items) {
+		write = s.writeTxAlone // its chunks would hold everyone's commit
+	}
+	err := write(ctx, func(tx *txStmts) error {
 		for i, it := range items {
 			if out[i].Err != nil {
 				continue
@@ -48,6 +52,15 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 		}
 	}
 	return out
+}
+
+func hasFiles(items []outbox.AcceptItem) bool {
+	for _, it := range items {
+		if len(it.Submission.Files) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // errSavepoint marks a failure of the savepoint machinery itself, after which the

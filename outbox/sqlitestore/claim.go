@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -11,8 +10,9 @@ import (
 )
 
 // Claim leases up to p.Limit due deliveries, oldest next_attempt_at first. It is one
-// UPDATE inside an IMMEDIATE transaction on the single writer, so two claimers (even in
-// two processes sharing the file) can never lease the same row. Each row gets its own
+// UPDATE inside an IMMEDIATE transaction on the single writer (the shared one of
+// combine.go), so two claimers (even in two processes sharing the file) can never lease
+// the same row. Each row gets its own
 // random lease token.
 func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Delivery, error) {
 	at, end, ok, err := storeflow.ClaimWindow(p)
@@ -21,7 +21,7 @@ func (s *Store) Claim(ctx context.Context, p outbox.ClaimParams) ([]outbox.Deliv
 	}
 	now, until := micros(at), micros(end)
 	var out []outbox.Delivery
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *txStmts) error {
 		rows, err := tx.QueryContext(ctx, qClaim,
 			p.Owner, until, now, now, now, p.Limit)
 		if err != nil {

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -19,8 +18,7 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 	for i, c := range cs {
 		planned[i], errs[i] = completion.Plan(c)
 	}
-	err := s.writeTx(ctx, func(sqlTx *sql.Tx) error {
-		tx := newTxStmts(sqlTx)
+	err := s.writeTx(ctx, func(tx *txStmts) error {
 		for i, c := range planned {
 			if errs[i] != nil {
 				continue

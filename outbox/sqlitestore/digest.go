@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -25,7 +24,7 @@ var (
 // DigestRouteSince implements outbox.DigestStore.
 func (s *Store) DigestRouteSince(ctx context.Context, form, route string, since time.Time) (time.Time, error) {
 	var got int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txStmts) error {
 		return tx.QueryRowContext(ctx, qDigestRouteSince, form, route, micros(since)).Scan(&got)
 	})
 	if err != nil {

@@ -20,7 +20,16 @@ import (
 type flow struct{ s *Store }
 
 func (f flow) WriteTx(ctx context.Context, fn func(storeflow.Tx) error) error {
-	return f.s.writeTx(ctx, func(tx *sql.Tx) error { return fn(flowTx{tx}) })
+	return f.s.writeTx(ctx, func(tx *txStmts) error { return fn(flowTx{tx}) })
+}
+
+// pruneFlow is flow with each write in a transaction of its own: a prune batch deletes up
+// to a batch of submissions with their deliveries, attempts and files, and other writes
+// should not wait for that to commit theirs.
+type pruneFlow struct{ flow }
+
+func (f pruneFlow) WriteTx(ctx context.Context, fn func(storeflow.Tx) error) error {
+	return f.s.writeTxAlone(ctx, func(tx *txStmts) error { return fn(flowTx{tx}) })
 }
 
 // flowTx runs the statements in one transaction on the single writer connection, which

@@ -20,7 +20,7 @@ import (
 
 // Renew moves locked_until of a lease the caller still holds.
 func (s *Store) Renew(ctx context.Context, id uuid.UUID, token string, lockedUntil time.Time) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txStmts) error {
 		res, err := tx.ExecContext(ctx, qRenew,
 			micros(lockedUntil), id.String(), token)
 		return fenced(res, err)
@@ -83,7 +83,7 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 // both are due statuses, the difference is only what an operator reads.
 func (s *Store) Release(ctx context.Context, id uuid.UUID, token string, now time.Time) error {
 	now = orNow(now)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txStmts) error {
 		res, err := tx.ExecContext(ctx, qRelease,
 			micros(now), id.String(), token)
 		return fenced(res, err)

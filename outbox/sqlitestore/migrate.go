@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"time"
@@ -26,7 +25,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *txStmts) error {
 		if _, err := tx.ExecContext(ctx, qCreateMigrationsTable); err != nil {
 			return err
 		}
@@ -50,7 +49,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if applied[m.Version] {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			if err := tx.execScript(m.SQL); err != nil {
 				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
 			if _, err := tx.ExecContext(ctx, qRecordMigration, m.Version, micros(time.Now())); err != nil {

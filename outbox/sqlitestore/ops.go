@@ -80,7 +80,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (outbox.Stats, error) 
 // (cascading to deliveries and attempts), then one batch of old events
 // (storeflow.Prune), and then scrubs the erased bytes from the files.
 func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (outbox.PruneResult, error) {
-	res, err := storeflow.Prune(ctx, flow{s}, before, batch)
+	res, err := storeflow.Prune(ctx, pruneFlow{flow{s}}, before, batch)
 	if err != nil {
 		return res, err
 	}

@@ -72,4 +72,8 @@ var (
 	qSavepoint           = queries.Must("Savepoint")
 	qRollbackToSavepoint = queries.Must("RollbackToSavepoint")
 	qReleaseSavepoint    = queries.Must("ReleaseSavepoint")
+
+	qWriteSavepoint  = queries.Must("WriteSavepoint")
+	qWriteRollbackTo = queries.Must("WriteRollbackTo")
+	qWriteRelease    = queries.Must("WriteRelease")
 )

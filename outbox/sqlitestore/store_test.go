@@ -78,16 +78,26 @@ func TestReopenIsIdempotentAndKeepsData(t *testing.T) {
 
 func TestConcurrentAcceptsNeverFailBusy(t *testing.T) {
 	// Many writers at once must queue behind the single writer, not fail with SQLITE_BUSY.
-	s := storetest.OpenSQLite(t)
+	s := storetest.OpenSQLiteAt(t, filepath.Join(t.TempDir(), "outbox.db"))
 	ctx := context.Background()
 	const n = 64
+	acceptConcurrently(t, n, func(int) *sqlitestore.Store { return s })
+	evs, err := s.ListEvents(ctx, outbox.EventSubmissionReceived, 0)
+	if err != nil || len(evs) != n {
+		t.Fatalf("%d submissions recorded (err %v), want %d", len(evs), err, n)
+	}
+}
+
+// acceptConcurrently accepts n submissions at once, the i-th through store(i), and fails
+// t on any error.
+func acceptConcurrently(t *testing.T, n int, store func(i int) *sqlitestore.Store) {
+	t.Helper()
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			sub := storetest.NewSubmission("contact", storetest.WithIdempotencyKey(fmt.Sprint("k", i)))
-			_, err := outbox.AcceptOne(ctx, s, sub, []outbox.Delivery{storetest.NewDelivery(sub, "email", "sales@example.com")})
-			errs <- err
+			errs <- acceptWrite(store(i), context.Background(), sub)()
 		})
 	}
 	wg.Wait()
@@ -96,10 +106,6 @@ func TestConcurrentAcceptsNeverFailBusy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("concurrent accept: %v", err)
 		}
-	}
-	evs, err := s.ListEvents(ctx, outbox.EventSubmissionReceived, 0)
-	if err != nil || len(evs) != n {
-		t.Fatalf("%d submissions recorded (err %v), want %d", len(evs), err, n)
 	}
 }
 

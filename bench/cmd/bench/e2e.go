@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
-	"github.com/formoutbox/caddy-form-outbox/outbox/sqlitestore"
 )
 
 // The end-to-end Caddyfile: the configuration users run, worker on with its defaults.
@@ -250,7 +249,7 @@ func benchE2E(ctx context.Context, cfg *config, r *report) error {
 		}
 		if pt.sqliteBaselineAt > 0 {
 			// SQLite's one-commit-per-request rate, on a file of its own, same run.
-			sqa, err := sqlitestore.Open(ctx, filepath.Join(cfg.tmp, "e2e-accept.db"))
+			sqa, err := openSQLiteUnshared(ctx, filepath.Join(cfg.tmp, "e2e-accept.db"))
 			if err != nil {
 				return err
 			}

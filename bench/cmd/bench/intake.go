@@ -268,6 +268,13 @@ func runPgbench(cfg *config, schema string, conns int, dur time.Duration) (point
 	return p, nil
 }
 
+// openSQLiteUnshared opens the SQLite store with one write per transaction: the SQLite
+// store otherwise runs concurrent writes in one shared transaction (outbox/sqlitestore/
+// combine.go), and perRequestAccept's 32 goroutines would share commits.
+func openSQLiteUnshared(ctx context.Context, path string) (*sqlitestore.Store, error) {
+	return sqlitestore.OpenWith(ctx, path, sqlitestore.Options{MaxSharedWrites: 1})
+}
+
 // perRequestAccept is the store's own one-commit-per-request rate: conns goroutines
 // calling outbox.AcceptOne (no group commit, no HTTP) for dur.
 func perRequestAccept(s outbox.Store, conns int, dur time.Duration) point {
@@ -350,7 +357,7 @@ func benchIntake(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	defer pga.Close()
-	sqa, err := sqlitestore.Open(ctx, filepath.Join(cfg.tmp, "accept.db"))
+	sqa, err := openSQLiteUnshared(ctx, filepath.Join(cfg.tmp, "accept.db"))
 	if err != nil {
 		return err
 	}

@@ -23,3 +23,16 @@ ROLLBACK TO batch_item
 
 -- name: ReleaseSavepoint
 RELEASE batch_item
+
+-- Each function of the store's shared write transaction runs inside this savepoint
+-- (runInSavepoint, combine.go), rolled back to alone when the function fails. A function
+-- may nest batch_item savepoints inside it.
+
+-- name: WriteSavepoint
+SAVEPOINT write_fn
+
+-- name: WriteRollbackTo
+ROLLBACK TO write_fn
+
+-- name: WriteRelease
+RELEASE write_fn
