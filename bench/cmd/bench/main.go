@@ -65,7 +65,7 @@ func main() {
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "smoke run: short points, small N")
 	flag.StringVar(&cfg.out, "out", "RESULTS.md", "where to write the report (relative to bench/)")
-	only := flag.String("only", "", "comma-separated parts to run (intake,e2e,instr,burn,c2s,claim,prune,inbox,uploads), for profiling; the report then lacks the others")
+	only := flag.String("only", "", "comma-separated parts to run (intake,e2e,instr,burn,c2s,claim,prune,inbox,uploads,idle), for profiling; the report then lacks the others")
 	conns := flag.String("conns", "1,8,32,64", "intake concurrency levels")
 	cpuprofile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (the in-process worker and stores)")
 	flag.StringVar(&cfg.e2eWorker, "e2eworker", "", "end-to-end part: worker subdirectives for its Caddy, ';'-separated (default: none, the defaults users run)")
@@ -159,7 +159,7 @@ func run(cfg *config) error {
 	r.machine = describeMachine(ctx, cfg.dsn)
 	logf("machine: %s", strings.ReplaceAll(r.machine, "\n", "; "))
 
-	if cfg.runs("intake") || cfg.runs("e2e") || cfg.runs("uploads") || cfg.runs("prune") {
+	if cfg.runs("intake") || cfg.runs("e2e") || cfg.runs("uploads") || cfg.runs("prune") || cfg.runs("idle") {
 		logf("building caddy from ../cmd/caddy")
 		cfg.caddyBin = filepath.Join(tmp, "caddy")
 		if err := buildCaddy(cfg.caddyBin); err != nil {
@@ -180,6 +180,7 @@ func run(cfg *config) error {
 		{"prune", "retention under load", benchPrune},
 		{"inbox", "inbox pages", benchInbox},
 		{"uploads", "uploads", benchUploads},
+		{"idle", "idle instance", benchIdle},
 	}
 	for _, p := range parts {
 		if !cfg.runs(p.name) {

@@ -36,6 +36,7 @@ type report struct {
 	e2ePgbench      point
 	e2ePgbenchCPU   time.Duration
 	e2eSqliteAccept point
+	idle            []idleResult // idle.go
 	// instructions per intake request (instr.go), 0 when not measured.
 	instr instrResult
 }
@@ -133,6 +134,7 @@ func (r *report) markdown() string {
 	r.inboxTargets(&b)
 	r.uploadsTargets(&b)
 	r.e2eTargets(&b)
+	r.idleTargets(&b)
 	r.instrTargets(&b)
 
 	b.WriteString("\n## Intake (submissions/s, p50 / p99)\n\n")
