@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -37,6 +38,7 @@ type batch[T, R any] struct {
 	ctxs    []context.Context // each item's caller's; see lead
 	results []R
 	dropped []bool        // items left out of the flush because their callers had gone
+	short   error         // the flush answered another number of results than it got items
 	full    chan struct{} // closed when the batch reached its limit
 	done    chan struct{} // closed once results are set
 }
@@ -74,6 +76,9 @@ func (b *batcher[T, R]) do(ctx context.Context, item T, lim batchLimits, flush f
 		if bt.dropped[i] {
 			return zero, ctx.Err()
 		}
+		if bt.short != nil {
+			return zero, bt.short
+		}
 		return bt.results[i], nil
 	case <-ctx.Done():
 		return zero, ctx.Err()
@@ -100,21 +105,24 @@ func (b *batcher[T, R]) lead(bt *batch[T, R], busy bool, lim batchLimits, flush 
 	items, ctxs := bt.items, bt.ctxs
 	b.mu.Unlock()
 
-	results, dropped := flushLive(items, ctxs, flush)
+	results, dropped, short := flushLive(items, ctxs, flush)
 
 	b.mu.Lock()
 	b.inflight--
 	b.mu.Unlock()
 	<-b.sem
-	bt.results, bt.dropped = results, dropped
+	bt.results, bt.dropped, bt.short = results, dropped, short
 	close(bt.done)
 }
 
 // flushLive flushes the items whose callers still wait. A caller that has gone was told
 // its ctx's error and, at intake, has spooled its submission or answered 503; writing its
 // item anyway would only add work while the store is slow, which is when callers go, and
-// a batch nobody waits for any more costs no transaction at all.
-func flushLive[T, R any](items []T, ctxs []context.Context, flush func([]T) []R) ([]R, []bool) {
+// a batch nobody waits for any more costs no transaction at all. A flush that answers
+// another number of results than it was given items is an error for every caller of the
+// batch: no caller can tell which result is its own, and a zero one must never read as
+// a success (an accept's zero outcome has no error).
+func flushLive[T, R any](items []T, ctxs []context.Context, flush func([]T) []R) ([]R, []bool, error) {
 	dropped := make([]bool, len(items))
 	live := items[:0:0]
 	for i, c := range ctxs {
@@ -124,20 +132,26 @@ func flushLive[T, R any](items []T, ctxs []context.Context, flush func([]T) []R)
 			live = append(live, items[i])
 		}
 	}
-	if len(live) == len(items) {
-		return flush(items), dropped
-	}
-	results := make([]R, len(items))
 	if len(live) == 0 {
-		return results, dropped
+		return make([]R, len(items)), dropped, nil
+	}
+	if len(live) == len(items) {
+		live = items
 	}
 	res := flush(live)
+	if len(res) != len(live) {
+		return nil, dropped, fmt.Errorf("batch flush answered %d results for %d items", len(res), len(live))
+	}
+	if len(live) == len(items) {
+		return res, dropped, nil
+	}
+	results := make([]R, len(items))
 	j := 0
 	for i := range items {
-		if !dropped[i] && j < len(res) {
+		if !dropped[i] {
 			results[i] = res[j]
 			j++
 		}
 	}
-	return results, dropped
+	return results, dropped, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +110,71 @@ func TestBatcherLeavesOutItemsWhoseCallersHaveGone(t *testing.T) {
 	defer f.mu.Unlock()
 	if got := fmt.Sprint(f.batches); got != "[[a] [stays]]" {
 		t.Fatalf("flushed %s, want [[a] [stays]]: the gone caller's item is left out", got)
+	}
+}
+
+// A flush that answers fewer results than it got items fails every caller of the batch:
+// none can tell which result is its own, and a zero result must not read as a success.
+func TestBatcherShortFlushFailsEveryCaller(t *testing.T) {
+	var b batcher[string, string]
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	flushes := 0
+	flush := func(items []string) []string {
+		flushes++
+		if flushes == 1 {
+			started <- struct{}{}
+			<-release // the first flush holds the flusher while the second batch fills
+			return []string{"done " + items[0]}
+		}
+		return []string{"only one"}
+	}
+	lim := batchLimits{max: 64, flushers: 1}
+	first := make(chan doResult, 1)
+	go func() {
+		r, err := b.do(context.Background(), "a", lim, flush)
+		first <- doResult{r, err}
+	}()
+	<-started
+	var chs []chan doResult
+	for _, it := range []string{"b", "c", "d"} {
+		ch := make(chan doResult, 1)
+		chs = append(chs, ch)
+		go func() {
+			r, err := b.do(context.Background(), it, lim, flush)
+			ch <- doResult{r, err}
+		}()
+	}
+	waitBatched(t, &b, 3)
+	close(release)
+	if r := waitResult(t, "a", first); r.err != nil || r.res != "done a" {
+		t.Fatalf("a = %q, %v; want done a", r.res, r.err)
+	}
+	for i, ch := range chs {
+		r := waitResult(t, fmt.Sprint("caller ", i), ch)
+		if r.err == nil || r.res != "" || !strings.Contains(r.err.Error(), "answered 1 results for 3 items") {
+			t.Errorf("caller %d = %q, %v; want no result and the flush's count error", i, r.res, r.err)
+		}
+	}
+}
+
+// waitBatched waits until the open batch holds n items.
+func waitBatched(t *testing.T, b *batcher[string, string], n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		got := 0
+		if b.open != nil {
+			got = len(b.open.items)
+		}
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("open batch holds %d items, want %d", got, n)
+		}
+		runtime.Gosched()
 	}
 }

@@ -48,14 +48,8 @@ func (w *Worker) recordCompletion(ctx context.Context, c Completion) error {
 	err, werr := w.completions.do(ctx, c, completionLimits, func(cs []Completion) []error {
 		fctx, cancel := w.storeCtx()
 		defer cancel()
-		errs := w.cfg.Store.CompleteBatch(fctx, cs)
-		if n := len(errs); n != len(cs) {
-			errs = make([]error, len(cs))
-			for i := range errs {
-				errs[i] = fmt.Errorf("complete batch: store answered %d errors for %d completions", n, len(cs))
-			}
-		}
-		return errs
+		// A store answering another number of errors fails every caller (batcher.go).
+		return w.cfg.Store.CompleteBatch(fctx, cs)
 	})
 	if werr != nil {
 		return fmt.Errorf("complete delivery %s: %w", c.DeliveryID, werr)

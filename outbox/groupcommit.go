@@ -105,14 +105,8 @@ func (g *GroupCommitter) accept(ctx context.Context, s Store, sub *Submission, d
 	out, err := g.b.do(ctx, AcceptItem{Submission: sub, Deliveries: deliveries}, g.limits(), func(items []AcceptItem) []AcceptOutcome {
 		fctx, cancel := context.WithTimeout(context.Background(), orDuration(g.Timeout, DefaultGroupCommitTimeout))
 		defer cancel()
-		res := s.AcceptBatch(fctx, items)
-		if n := len(res); n != len(items) {
-			res = make([]AcceptOutcome, len(items))
-			for i := range res {
-				res[i].Err = fmt.Errorf("accept batch: store answered %d outcomes for %d items", n, len(items))
-			}
-		}
-		return res
+		// A store answering another number of outcomes fails every caller (batcher.go).
+		return s.AcceptBatch(fctx, items)
 	})
 	if err != nil {
 		return AcceptResult{}, fmt.Errorf("group commit: %w", err)
