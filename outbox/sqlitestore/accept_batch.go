@@ -29,7 +29,7 @@ func (s *Store) AcceptBatch(ctx context.Context, items []outbox.AcceptItem) []ou
 			if out[i].Err != nil {
 				continue
 			}
-			err := inSavepoint(ctx, tx, func() error {
+			err := inSavepoint(ctx, tx, itemSavepoint, func() error {
 				var err error
 				out[i].Result, err = acceptIn(ctx, tx, it.Submission, it.Deliveries, prepared[i])
 				return err
@@ -70,20 +70,31 @@ type errSavepoint struct{ err error }
 func (e errSavepoint) Error() string { return "savepoint: " + e.err.Error() }
 func (e errSavepoint) Unwrap() error { return e.err }
 
-// inSavepoint runs fn inside a savepoint, rolled back to if fn fails. An error fn returns
-// comes back as is (the transaction is still usable); a failing savepoint statement comes
-// back as errSavepoint.
-func inSavepoint(ctx context.Context, tx txQuerier, fn func() error) error {
-	if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
+// savepoint is the three statements of one named savepoint (queries/system.sql).
+type savepoint struct{ begin, rollback, release string }
+
+var (
+	// itemSavepoint holds one member of a batch (AcceptBatch, CompleteBatch).
+	itemSavepoint = savepoint{qSavepoint, qRollbackToSavepoint, qReleaseSavepoint}
+	// writeSavepoint holds one function of the shared write transaction (combine.go);
+	// item savepoints nest inside it.
+	writeSavepoint = savepoint{qWriteSavepoint, qWriteRollbackTo, qWriteRelease}
+)
+
+// inSavepoint runs fn inside the savepoint sp, rolled back to if fn fails. An error fn
+// returns comes back as is (the transaction is still usable); a failing savepoint
+// statement comes back as errSavepoint.
+func inSavepoint(ctx context.Context, tx txQuerier, sp savepoint, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, sp.begin); err != nil {
 		return errSavepoint{err}
 	}
 	ferr := fn()
 	if ferr != nil {
-		if _, err := tx.ExecContext(ctx, qRollbackToSavepoint); err != nil {
+		if _, err := tx.ExecContext(ctx, sp.rollback); err != nil {
 			return errSavepoint{err}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, qReleaseSavepoint); err != nil {
+	if _, err := tx.ExecContext(ctx, sp.release); err != nil {
 		return errSavepoint{err}
 	}
 	return ferr

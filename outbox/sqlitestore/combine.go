@@ -269,24 +269,22 @@ func (c *combiner) run(batch []*writeReq) (rest []*writeReq) {
 	return rest
 }
 
-// runInSavepoint runs r's function inside the savepoint write_fn, rolled back to when the
+// runInSavepoint runs r's function inside writeSavepoint, rolled back to when the
 // function fails or panics; r.err gets the function's error. An error returned is the
-// savepoint machinery's own: the transaction can no longer be trusted.
+// savepoint machinery's (the function's own, when a savepoint it nests failed): the
+// transaction can no longer be trusted.
 func runInSavepoint(t *txStmts, r *writeReq) error {
-	if _, err := t.ExecContext(context.Background(), qWriteSavepoint); err != nil {
-		return err
-	}
-	r.panicked, r.err = callFn(t, r.fn)
-	if r.err != nil || r.panicked != nil {
-		if _, err := t.ExecContext(context.Background(), qWriteRollbackTo); err != nil {
-			return err
-		}
-		if r.err == nil {
+	err := inSavepoint(stmtCtx, t, writeSavepoint, func() error {
+		r.panicked, r.err = callFn(t, r.fn)
+		if r.panicked != nil && r.err == nil {
 			r.err = fmt.Errorf("write function panicked: %v", r.panicked)
 		}
+		return r.err
+	})
+	if errors.As(err, new(errSavepoint)) {
+		return err
 	}
-	_, err := t.ExecContext(context.Background(), qWriteRelease)
-	return err
+	return nil
 }
 
 func callFn(t *txStmts, fn func(tx *txStmts) error) (panicked any, err error) {

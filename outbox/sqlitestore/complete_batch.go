@@ -23,7 +23,7 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []outbox.Completion) []err
 			if errs[i] != nil {
 				continue
 			}
-			err := inSavepoint(ctx, tx, func() error { return completeIn(ctx, tx, c) })
+			err := inSavepoint(ctx, tx, itemSavepoint, func() error { return completeIn(ctx, tx, c) })
 			var sp errSavepoint
 			if err != nil && (ctx.Err() != nil || errors.As(err, &sp)) {
 				return err
