@@ -124,25 +124,30 @@ func (b *batcher[T, R]) lead(bt *batch[T, R], busy bool, lim batchLimits, flush 
 // a success (an accept's zero outcome has no error).
 func flushLive[T, R any](items []T, ctxs []context.Context, flush func([]T) []R) ([]R, []bool, error) {
 	dropped := make([]bool, len(items))
-	live := items[:0:0]
+	gone := 0
 	for i, c := range ctxs {
 		if c.Err() != nil {
 			dropped[i] = true
-		} else {
-			live = append(live, items[i])
+			gone++
 		}
 	}
-	if len(live) == 0 {
+	if gone == len(items) {
 		return make([]R, len(items)), dropped, nil
 	}
-	if len(live) == len(items) {
-		live = items
+	live := items
+	if gone > 0 {
+		live = make([]T, 0, len(items)-gone)
+		for i, it := range items {
+			if !dropped[i] {
+				live = append(live, it)
+			}
+		}
 	}
 	res := flush(live)
 	if len(res) != len(live) {
 		return nil, dropped, fmt.Errorf("batch flush answered %d results for %d items", len(res), len(live))
 	}
-	if len(live) == len(items) {
+	if gone == 0 {
 		return res, dropped, nil
 	}
 	results := make([]R, len(items))

@@ -10,7 +10,7 @@ import (
 
 // Pacer keeps sends within the rates of the providers they go to (docs/design.md,
 // "Pacing"). The worker asks it about every claimed delivery before the send starts: a
-// delivery over its rate is not sent; unless its slot is near (Worker.holdable), it does
+// delivery over its rate is not sent; unless its slot is near (Worker.takeHold), it does
 // not wait in a send slot: its lease is given back at once, uncharged, and it is due
 // again when the pacer says.
 type Pacer interface {
@@ -43,16 +43,17 @@ func (w *Worker) deferSend(d Delivery, due time.Time) {
 	}
 }
 
-// holdable says whether a refused delivery whose slot is wait away waits for it in the
-// worker (holdSend) rather than in the store: a wait within PacedHold, while fewer than a
-// quarter of the send slots are held so. It takes the hold when it says yes.
+// takeHold takes a hold for a refused delivery whose slot is wait away, so that it waits
+// for it in the worker (holdSend) rather than in the store, and reports whether it did:
+// only for a wait within PacedHold, while fewer than a quarter of the send slots are
+// held so.
 //
 // Without it, each refused delivery costs a release and a claim, and when claims come
 // back later than the rate's interval (a loaded machine: 100-200 ms against SES's 71 ms)
 // every pass finds several slots come at once, sends one and defers the rest by an
 // interval, so the drain runs at one send per claim: measured 400 e-mails at 14/s in 84 s
 // instead of 29 s at a load average of 17 (e2e TestDrillRateLimits).
-func (w *Worker) holdable(wait time.Duration) bool {
+func (w *Worker) takeHold(wait time.Duration) bool {
 	if wait > w.cfg.PacedHold {
 		return false
 	}

@@ -369,7 +369,7 @@ func (w *Worker) pass(ctx context.Context) {
 				now := w.cfg.Now()
 				if ok, at := w.cfg.Pacer.Reserve(d, now); !ok {
 					w.inflight.Add(1)
-					if w.holdable(at.Sub(now)) {
+					if w.takeHold(at.Sub(now)) {
 						go w.holdSend(d, at)
 						continue
 					}
