@@ -45,6 +45,9 @@ const (
 	DeliverySent    DeliveryStatus = "sent"
 	DeliveryDead    DeliveryStatus = "dead"    // gave up; retryable by hand
 	DeliverySkipped DeliveryStatus = "skipped" // spam/quarantine; release makes it pending
+	// DeliveryParked is a delivery held because its destination is parked (destination.go):
+	// not due, no attempt spent; unparking the destination makes it pending again.
+	DeliveryParked DeliveryStatus = "parked"
 )
 
 // Channel is how a delivery travels.
