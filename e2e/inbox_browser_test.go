@@ -25,6 +25,8 @@ import (
 const inboxCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: dead webhooks are what the inbox shows here; e2e/park_test.go checks parking.
+		park off
 		storage {{STORAGE}}
 		inbox_url http://127.0.0.1:{{HTTP}}/inbox
 		worker {

@@ -81,7 +81,8 @@ type DestinationStore interface {
 	// id, or uuid.Nil when no probe was started.
 	StartProbe(ctx context.Context, key string, now time.Time, guard time.Duration) (uuid.UUID, error)
 	// UnparkDestination unparks key and makes every delivery parked under it pending,
-	// due at now, in the order they were created. With probe set, it unparks only if
+	// due a microsecond apart in the order they were created, the last at now (so that
+	// the next claim, which orders by due time, takes them all in that order). With probe set, it unparks only if
 	// probe is the destination's probe and the park is not manual (a probe that got
 	// through). It returns how many deliveries resumed; ErrNotParked when nothing was
 	// unparked.

@@ -109,6 +109,14 @@ var _ = register("ParkedDeliveriesWaitWithAttemptsUnspentAndResumeInOrder", func
 	if _, err := s.UnparkDestination(ctx, dest.Key, uuid.Nil, later); !errors.Is(err, outbox.ErrNotParked) {
 		t.Errorf("second unpark: %v, want ErrNotParked", err)
 	}
+	// All due at later, a microsecond apart in created order (the last at later), so
+	// that a claim takes them in that order.
+	for i, d := range ds {
+		want := later.Add(-time.Duration(len(ds)-1-i) * time.Microsecond)
+		if got := getDelivery(t, s, d.ID); got.Status != outbox.DeliveryPending || !got.NextAttemptAt.Equal(want) {
+			t.Errorf("resumed #%d: %s due %v, want pending due %v", i, got.Status, got.NextAttemptAt, want)
+		}
+	}
 	got := claim(t, s, later, 10)
 	if len(got) != 3 {
 		t.Fatalf("claimed %d after unpark, want 3", len(got))

@@ -47,10 +47,15 @@ UPDATE deliveries SET status = 'pending', next_attempt_at = $2, updated_at = $2
 	WHERE id = $1 AND status = 'parked'
 
 -- name: ParkResume
--- Every held delivery becomes due at once; the claim takes them by (next_attempt_at, id),
--- and ids are UUIDv7, so in the order they were created.
-UPDATE deliveries SET status = 'pending', next_attempt_at = $2, updated_at = $2
-	WHERE parked_key = $1 AND status = 'parked'
+-- Every held delivery becomes due at once, one microsecond apart in the order they were
+-- created, the last at $2: the claim's due scan is ordered by next_attempt_at alone
+-- (queries/claim.sql), and rows with one due time would come out in no particular order.
+-- Due times before $2 rather than after it, so that all are due to the next claim.
+UPDATE deliveries d SET status = 'pending',
+		next_attempt_at = $2::timestamptz - o.n * interval '1 microsecond', updated_at = $2
+	FROM (SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC) - 1 AS n
+		FROM deliveries WHERE parked_key = $1 AND status = 'parked') o
+	WHERE d.id = o.id
 
 -- name: ParkList
 SELECT key, channel, label, reason, manual, parked_at, probe_at, probe_interval_ms, probe_id,

@@ -48,10 +48,13 @@ UPDATE deliveries SET status = 'pending', next_attempt_at = ?2, updated_at = ?2
 	WHERE id = ?1 AND status = 'parked'
 
 -- name: ParkResume
--- Every held delivery becomes due at once; the claim takes them by (next_attempt_at, id),
--- and ids are UUIDv7, so in the order they were created.
-UPDATE deliveries SET status = 'pending', next_attempt_at = ?2, updated_at = ?2
-	WHERE parked_key = ?1 AND status = 'parked'
+-- Every held delivery becomes due at once, one microsecond apart in the order they were
+-- created, the last at ?2, as on PostgreSQL (whose claim orders its due scan by
+-- next_attempt_at alone): the next claim takes them all, in that order.
+UPDATE deliveries SET status = 'pending', next_attempt_at = ?2 - o.n, updated_at = ?2
+	FROM (SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC) - 1 AS n
+		FROM deliveries WHERE parked_key = ?1 AND status = 'parked') AS o
+	WHERE deliveries.id = o.id
 
 -- name: ParkList
 SELECT key, channel, label, reason, manual, parked_at, probe_at, probe_interval_ms, probe_id,
