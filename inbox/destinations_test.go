@@ -23,7 +23,7 @@ func TestParkAndUnparkFromTheDestinationsPage(t *testing.T) {
 		t.Fatalf("park: %d %q %s", w.Code, w.Header().Get("Location"), w.Body)
 	}
 	page := f.do("GET", "/inbox/destinations?done=parked", nil, nil).Body.String()
-	for _, want := range []string{`data-key="` + key + `"`, "parked by hand", `action="/inbox/destinations/unpark"`, "The destination is parked"} {
+	for _, want := range []string{`data-key="` + key + `"`, `<span class="badge parked">by hand</span>`, `action="/inbox/destinations/unpark"`, "The destination is parked"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
 		}
