@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,11 +232,16 @@ func (w *Worker) holdClaimed(d Delivery, dest Destination) {
 }
 
 // destinationFailure is what a failed send means for its destination: nothing (the
-// message's own failure: a bounce, a payload the receiver refuses), or a failure that
-// counts towards parking, which parks at once when it is a permanent destination error.
+// message's own failure: a bounce, a payload the receiver refuses; or a destination that
+// works and asks to slow down: 429, Retry-After, which backoff and pacing serve), or a
+// failure that counts towards parking, which parks at once when it is a permanent
+// destination error.
 func destinationFailure(sendErr error) (counts, parksNow bool, reason string) {
 	perr := providers.Classify(sendErr)
 	if perr.Class == providers.Permanent && !perr.Destination {
+		return false, false, ""
+	}
+	if perr.Class != providers.Permanent && (perr.HTTPStatus == http.StatusTooManyRequests || perr.RetryAfter > 0) {
 		return false, false, ""
 	}
 	if perr.Class == providers.Permanent {

@@ -282,3 +282,27 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// TestThrottlingNeverParks: a destination that answers 429 works and asks to slow down;
+// however often it does, backoff serves it and it is never parked.
+func TestThrottlingNeverParks(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s outbox.Store) {
+		clock := newClock()
+		p := newSwitchable(&providers.Error{Class: providers.Temporary, HTTPStatus: 429, RetryAfter: time.Second,
+			Err: errors.New("slow down")})
+		w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p.Provider), PollInterval: time.Hour,
+			Now: clock.Now, After: clock.After, ProcessClock: true,
+			Retry:   outbox.RetryPolicy{Base: time.Second, MaxDelay: time.Second, Jitter: -1},
+			Parking: outbox.ParkPolicy{After: 2}})
+		d := acceptHook(t, s)
+		w.Wake()
+		for attempt := 1; attempt <= 4; attempt++ {
+			waitFor(t, 10*time.Second, "a throttled attempt", statusIs(t, s, d.ID, outbox.DeliveryFailed, attempt))
+			clock.Set(getDelivery(t, s, d.ID).NextAttemptAt)
+			w.Wake()
+		}
+		if list := parkedList(t, s); len(list) != 0 {
+			t.Errorf("a throttling destination was parked: %+v", list)
+		}
+	})
+}
