@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,6 +304,65 @@ func TestThrottlingNeverParks(t *testing.T) {
 		}
 		if list := parkedList(t, s); len(list) != 0 {
 			t.Errorf("a throttling destination was parked: %+v", list)
+		}
+	})
+}
+
+// TestParkHoldsAcrossWorkersAndRestarts: a park made by one worker holds for another on
+// the same store (its copy refreshed when it claims), and a worker started later (a
+// restart) finds the park and probes it on schedule.
+func TestParkHoldsAcrossWorkersAndRestarts(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s outbox.Store) {
+		clock := newClock()
+		cfg := func(p *switchable) outbox.WorkerConfig {
+			return outbox.WorkerConfig{Store: s, Sender: router(p.Provider), PollInterval: time.Hour,
+				Now: clock.Now, After: clock.After, ProcessClock: true,
+				Parking: outbox.ParkPolicy{Refresh: time.Second}}
+		}
+		pa, pb := newSwitchable(errGone), newSwitchable(nil)
+		// b starts first and reads the (empty) parked set at its first pass; it is woken
+		// only by this test, so a alone sends the first lead.
+		onPass, passes := passSignal()
+		cb := cfg(pb)
+		cb.OnPass = onPass
+		b := startWorker(t, cb)
+		awaitPass(t, passes)
+		a := outbox.NewWorker(cfg(pa))
+		if err := a.Start(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+		first := acceptHook(t, s)
+		a.Wake()
+		waitFor(t, 10*time.Second, "the first lead held", statusIs(t, s, first.ID, outbox.DeliveryParked, 0))
+		if err := a.Stop(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+
+		// b read the parked set before the park; its copy is refreshed when it claims.
+		clock.Advance(2 * time.Second)
+		second := acceptHook(t, s)
+		b.Wake()
+		waitFor(t, 10*time.Second, "the second lead held by the other worker", statusIs(t, s, second.ID, outbox.DeliveryParked, 0))
+		if n := pb.TotalCalls(); n != 0 {
+			t.Fatalf("the other worker sent to the parked destination %d times", n)
+		}
+		if err := b.Stop(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+
+		// A restart: a new worker finds the park and probes it when it is due.
+		pc := newSwitchable(nil)
+		startWorker(t, cfg(pc))
+		list := parkedList(t, s)
+		if len(list) != 1 {
+			t.Fatalf("parked after the restart: %+v", list)
+		}
+		clock.Set(list[0].ProbeAt)
+		for _, d := range []outbox.Delivery{first, second} {
+			waitFor(t, 10*time.Second, "the lead sent after the probe", statusIs(t, s, d.ID, outbox.DeliverySent, 1))
+		}
+		if got := pc.order(); strings.Join(got, ",") != first.ID.String()+","+second.ID.String() {
+			t.Errorf("sent %v, want the first lead (the probe), then the second", got)
 		}
 	})
 }
