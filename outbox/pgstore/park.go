@@ -128,8 +128,8 @@ func (t parkTx) SetProbe(ctx context.Context, key string, probe uuid.UUID, at ti
 	return err
 }
 
-func (t parkTx) HoldDelivery(ctx context.Context, id uuid.UUID, token, key, lastError string, now time.Time) (bool, error) {
-	tag, err := t.tx.Exec(ctx, qParkHoldDelivery, [16]byte(id), token, key, lastError, now)
+func (t parkTx) HoldDelivery(ctx context.Context, id uuid.UUID, token, key, lastError, provider string, now time.Time) (bool, error) {
+	tag, err := t.tx.Exec(ctx, qParkHoldDelivery, [16]byte(id), token, key, lastError, now, provider)
 	return tag.RowsAffected() > 0, err
 }
 

@@ -145,8 +145,8 @@ func (t parkTx) SetProbe(ctx context.Context, key string, probe uuid.UUID, at ti
 	return err
 }
 
-func (t parkTx) HoldDelivery(ctx context.Context, id uuid.UUID, token, key, lastError string, now time.Time) (bool, error) {
-	return affected(t.tx.ExecContext(ctx, qParkHoldDelivery, id.String(), token, key, lastError, micros(now)))
+func (t parkTx) HoldDelivery(ctx context.Context, id uuid.UUID, token, key, lastError, provider string, now time.Time) (bool, error) {
+	return affected(t.tx.ExecContext(ctx, qParkHoldDelivery, id.String(), token, key, lastError, micros(now), provider))
 }
 
 func (t parkTx) InsertAttempt(ctx context.Context, a outbox.Attempt) error {

@@ -88,6 +88,9 @@ var _ = register("ParkedDeliveriesWaitWithAttemptsUnspentAndResumeInOrder", func
 	if as, _ := s.ListAttempts(ctx, ds[0].ID); len(as) != 1 || as[0].HTTPStatus != 410 || as[0].Attempt != 1 {
 		t.Errorf("attempts of the failed one: %+v, want the one 410", as)
 	}
+	if got := getDelivery(t, s, ds[0].ID); got.Provider != "webhook" || got.LastError != "gone" {
+		t.Errorf("the failed one: provider %q, last error %q; want its attempt's", got.Provider, got.LastError)
+	}
 	if got := claim(t, s, now.Add(time.Hour), 10); len(got) != 0 {
 		t.Fatalf("claimed %d parked deliveries", len(got))
 	}

@@ -31,9 +31,9 @@ type ParkTx interface {
 	// SetProbe records the probe delivery and when the next probe may start.
 	SetProbe(ctx context.Context, key string, probe uuid.UUID, at time.Time, interval time.Duration) error
 	// HoldDelivery parks a delivery still sending under token, under key: status parked,
-	// attempts less the one its claim charged, lease cleared, last error set when not
-	// empty. False when the lease is gone.
-	HoldDelivery(ctx context.Context, id uuid.UUID, token, key, lastError string, now time.Time) (bool, error)
+	// attempts less the one its claim charged, lease cleared, last error and provider set
+	// when not empty. False when the lease is gone.
+	HoldDelivery(ctx context.Context, id uuid.UUID, token, key, lastError, provider string, now time.Time) (bool, error)
 	// InsertAttempt records a of a delivery HoldDelivery just held, numbered past its
 	// history.
 	InsertAttempt(ctx context.Context, a outbox.Attempt) error
@@ -83,7 +83,11 @@ func Hold(ctx context.Context, d ParkDriver, h outbox.Hold) error {
 			// The claimed probe: the caller sends it.
 			return outbox.ErrNotParked
 		}
-		ok, err := tx.HoldDelivery(ctx, h.DeliveryID, h.LeaseToken, h.Key, h.LastError, h.Now)
+		provider := ""
+		if h.Attempt != nil {
+			provider = h.Attempt.Provider
+		}
+		ok, err := tx.HoldDelivery(ctx, h.DeliveryID, h.LeaseToken, h.Key, h.LastError, provider, h.Now)
 		if err != nil {
 			return err
 		}

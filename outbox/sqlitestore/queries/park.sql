@@ -28,6 +28,7 @@ UPDATE deliveries SET
 		parked_key = ?3,
 		attempts = max(attempts - 1, 0),
 		last_error = CASE WHEN ?4 <> '' THEN ?4 ELSE last_error END,
+		provider = CASE WHEN ?6 <> '' THEN ?6 ELSE provider END,
 		lease_owner = '',
 		lease_token = '',
 		locked_until = NULL,
