@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/browsertest"
@@ -81,34 +79,12 @@ func TestInboxDestinationsInBrowser(t *testing.T) {
 	}
 	key := list.Destinations[0].Key
 
-	ctx := browsertest.New(t, browsertest.Options{Timeout: 2 * time.Minute})
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+inboxPassword))
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
-		t.Fatalf("set credentials: %v", err)
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return s
-	}
-	open := func(path string) {
-		t.Helper()
-		if err := chromedp.Do(ctx, chromedp.Navigate(p.URL(path)), chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
-			t.Fatalf("open %s: %v", path, err)
-		}
-	}
+	b := newOperatorBrowser(t, p)
+	ctx, text, open := b.ctx, b.text, b.open
 
 	// The navigation leads to the page; the row says what is parked and why.
 	open("/inbox/")
-	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`nav a[href$="/destinations"]`))); err != nil {
-		t.Fatalf("open Destinations from the navigation: %v", err)
-	}
+	b.click(`nav a[href$="/destinations"]`)
 	row := text(`#parked tr[data-key="` + key + `"]`)
 	for _, want := range []string{"webhook 127.0.0.1", key, "permanent gone (HTTP 410)", "3 deliveries of 3 leads"} {
 		if !strings.Contains(row, want) {
@@ -122,9 +98,7 @@ func TestInboxDestinationsInBrowser(t *testing.T) {
 
 	// Fixed; Unpark sends the held leads, in order.
 	hook.status.Store(http.StatusOK)
-	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`#parked tr[data-key="`+key+`"] button`))); err != nil {
-		t.Fatalf("unpark: %v", err)
-	}
+	b.click(`#parked tr[data-key="` + key + `"] button`)
 	if got := text(".flash"); !strings.Contains(got, "unparked") {
 		t.Errorf("flash after unpark = %q", got)
 	}
