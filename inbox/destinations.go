@@ -54,10 +54,10 @@ func (h *Handler) destinationAction(rq *request, verb string) {
 	done := "parked"
 	resumed := 0
 	if verb == "park" {
-		_, err = h.parker().ParkDestination(ctx, dest)
+		_, err = h.parker().ParkDestination(ctx, dest, rq.user)
 	} else {
 		done = "unparked"
-		resumed, err = h.parker().UnparkDestination(ctx, dest.Key)
+		resumed, err = h.parker().UnparkDestination(ctx, dest.Key, rq.user)
 	}
 	if errors.Is(err, outbox.ErrNotParked) {
 		rq.fail(http.StatusConflict, "That destination is not parked (a probe may have unparked it). Nothing was changed.")

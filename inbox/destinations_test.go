@@ -44,6 +44,13 @@ func TestParkAndUnparkFromTheDestinationsPage(t *testing.T) {
 	if list, _ := f.store.ListParkedDestinations(context.Background()); len(list) != 0 {
 		t.Errorf("still parked: %+v", list)
 	}
+	// Both actions are recorded with the operator's name.
+	for _, kind := range []string{outbox.EventDestinationParked, outbox.EventDestinationUnparked} {
+		evs, err := f.store.ListEvents(context.Background(), kind, 0)
+		if err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Data), `"by":"ops"`) {
+			t.Errorf("%s events: %+v, %v; want one by ops", kind, evs, err)
+		}
+	}
 	if w := f.do("POST", "/inbox/destinations/unpark", post("key", key), nil); w.Code != http.StatusConflict {
 		t.Errorf("unpark twice: %d, want 409", w.Code)
 	}

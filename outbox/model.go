@@ -107,6 +107,11 @@ const (
 	// (intake sent the built-in message instead); its data names the route, the option,
 	// the file and the template engine's error, never a submitted value.
 	EventTemplateFailed = "template.failed"
+	// EventDestinationParked and EventDestinationUnparked record a park and an unpark
+	// (parkstore.go): the destination's key, channel and reason, who did it ("worker",
+	// "probe" or the operator), and how many deliveries an unpark resumed.
+	EventDestinationParked   = "destination.parked"
+	EventDestinationUnparked = "destination.unparked"
 )
 
 // Field is one submitted form field. Submissions keep fields in the order the visitor's

@@ -35,7 +35,7 @@ func TestParkedAlertsHoldWhileParked(t *testing.T) {
 		if strings.Contains(c.Summary, "secret-token") || !strings.Contains(c.Summary, "hooks.example.com") {
 			t.Errorf("summary %q: want the host, never the URL's token", c.Summary)
 		}
-		if _, err := w.UnparkDestination(ctxFor(t), key); err != nil {
+		if _, err := w.UnparkDestination(ctxFor(t), key, "ops"); err != nil {
 			t.Fatal(err)
 		}
 		if cs, err := src.Conditions(ctxFor(t), clock.Now()); err != nil || len(cs) != 0 {

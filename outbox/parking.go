@@ -324,8 +324,8 @@ func (w *Worker) park(dest Destination, reason string, manual bool) bool {
 	defer cancel()
 	now := w.clock.Now()
 	first := w.cfg.Parking.ProbeFirst
-	fresh, err := w.cfg.Store.ParkDestination(ctx, Park{Destination: dest, Reason: reason, Manual: manual, Now: now,
-		ProbeAt: now.Add(first), ProbeInterval: first})
+	fresh, err := w.cfg.Store.ParkDestination(ctx, Park{Destination: dest, Reason: reason, Manual: manual, By: "worker",
+		Now: now, ProbeAt: now.Add(first), ProbeInterval: first})
 	if err != nil {
 		w.log.Error("park destination", zap.String("destination", dest.Key), zap.Error(err))
 		return false
@@ -363,7 +363,7 @@ func (w *Worker) afterSuccess(d Delivery) {
 	}
 	ctx, cancel := w.storeCtx()
 	defer cancel()
-	n, err := w.cfg.Store.UnparkDestination(ctx, dest.Key, d.ID, w.clock.Now())
+	n, err := w.cfg.Store.UnparkDestination(ctx, dest.Key, d.ID, "probe", w.clock.Now())
 	switch {
 	case err == nil:
 		w.parked.drop(dest.Key)
@@ -384,9 +384,9 @@ func (w *Worker) afterSuccess(d Delivery) {
 
 // ParkDestination parks a destination by hand (inbox, CLI, admin API): its deliveries
 // are held as they come due, no probe runs, and only UnparkDestination resumes them.
-func (w *Worker) ParkDestination(ctx context.Context, dest Destination) (bool, error) {
+func (w *Worker) ParkDestination(ctx context.Context, dest Destination, by string) (bool, error) {
 	now := w.clock.Now()
-	fresh, err := w.cfg.Store.ParkDestination(ctx, Park{Destination: dest, Reason: "manual", Manual: true, Now: now})
+	fresh, err := w.cfg.Store.ParkDestination(ctx, Park{Destination: dest, Reason: "manual", Manual: true, By: by, Now: now})
 	if err != nil {
 		return false, err
 	}
@@ -399,8 +399,8 @@ func (w *Worker) ParkDestination(ctx context.Context, dest Destination) (bool, e
 
 // UnparkDestination unparks key by hand and resumes its held deliveries in created
 // order; it says how many. ErrNotParked when key is not parked.
-func (w *Worker) UnparkDestination(ctx context.Context, key string) (int, error) {
-	n, err := UnparkNow(ctx, w.cfg.Store, key, w.clock.Now())
+func (w *Worker) UnparkDestination(ctx context.Context, key, by string) (int, error) {
+	n, err := w.cfg.Store.UnparkDestination(ctx, key, uuid.Nil, by, w.clock.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -411,11 +411,4 @@ func (w *Worker) UnparkDestination(ctx context.Context, key string) (int, error)
 	}
 	w.Broadcast(ctx)
 	return n, nil
-}
-
-// UnparkNow unparks key in s by hand, due at now: for callers with a store and no
-// worker (the CLI against a stopped server). A running worker learns of it when it
-// next reads the parked set.
-func UnparkNow(ctx context.Context, s DestinationStore, key string, now time.Time) (int, error) {
-	return s.UnparkDestination(ctx, key, uuid.Nil, now)
 }

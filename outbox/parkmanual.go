@@ -13,11 +13,12 @@ import (
 // The Worker is one: it also updates its own copy of the parked set at once.
 type Parker interface {
 	// ParkDestination parks dest by hand: its deliveries are held as they come due and no
-	// probe runs. It reports whether dest was not parked before.
-	ParkDestination(ctx context.Context, dest Destination) (bool, error)
+	// probe runs. It reports whether dest was not parked before. by names the operator
+	// in the destination.parked event.
+	ParkDestination(ctx context.Context, dest Destination, by string) (bool, error)
 	// UnparkDestination unparks key and resumes its held deliveries in created order,
 	// saying how many; ErrNotParked when key is not parked.
-	UnparkDestination(ctx context.Context, key string) (int, error)
+	UnparkDestination(ctx context.Context, key, by string) (int, error)
 }
 
 // StoreParker is a Parker over a store alone, for a process without a worker of its
@@ -35,13 +36,13 @@ func (p StoreParker) now() time.Time {
 }
 
 // ParkDestination implements Parker.
-func (p StoreParker) ParkDestination(ctx context.Context, dest Destination) (bool, error) {
-	return p.Store.ParkDestination(ctx, Park{Destination: dest, Reason: "manual", Manual: true, Now: p.now()})
+func (p StoreParker) ParkDestination(ctx context.Context, dest Destination, by string) (bool, error) {
+	return p.Store.ParkDestination(ctx, Park{Destination: dest, Reason: "manual", Manual: true, By: by, Now: p.now()})
 }
 
 // UnparkDestination implements Parker.
-func (p StoreParker) UnparkDestination(ctx context.Context, key string) (int, error) {
-	return p.Store.UnparkDestination(ctx, key, uuid.Nil, p.now())
+func (p StoreParker) UnparkDestination(ctx context.Context, key, by string) (int, error) {
+	return p.Store.UnparkDestination(ctx, key, uuid.Nil, by, p.now())
 }
 
 // maxKeyLen bounds a destination key read from an operator.

@@ -40,7 +40,10 @@ type Park struct {
 	Destination Destination
 	Reason      string
 	Manual      bool
-	Now         time.Time
+	// By names who parked it, for its destination.parked event: "worker" or the
+	// operator.
+	By  string
+	Now time.Time
 	// ProbeAt and ProbeInterval start the probe schedule (ignored for a manual park).
 	ProbeAt       time.Time
 	ProbeInterval time.Duration
@@ -65,9 +68,10 @@ type Hold struct {
 // DestinationStore is the part of Store that keeps parked destinations, so that parking
 // holds across instances (PostgreSQL) and restarts.
 type DestinationStore interface {
-	// ParkDestination parks p.Destination. It reports whether it was not parked before;
-	// parking a parked destination changes nothing, except that a manual park makes an
-	// automatic one manual (no more probes).
+	// ParkDestination parks p.Destination, with a destination.parked event. It reports
+	// whether it was not parked before; parking a parked destination changes nothing (and
+	// writes no event), except that a manual park makes an automatic one manual (no more
+	// probes).
 	ParkDestination(ctx context.Context, p Park) (bool, error)
 	// HoldDelivery sets a leased delivery to parked (attempts given back, lease cleared,
 	// parked under h.Key) while h.Key is parked. ErrNotParked when it is not, or when
@@ -84,9 +88,10 @@ type DestinationStore interface {
 	// due a microsecond apart in the order they were created, the last at now (so that
 	// the next claim, which orders by due time, takes them all in that order). With probe set, it unparks only if
 	// probe is the destination's probe and the park is not manual (a probe that got
-	// through). It returns how many deliveries resumed; ErrNotParked when nothing was
+	// through). It writes a destination.unparked event naming by ("probe" or the
+	// operator). It returns how many deliveries resumed; ErrNotParked when nothing was
 	// unparked.
-	UnparkDestination(ctx context.Context, key string, probe uuid.UUID, now time.Time) (int, error)
+	UnparkDestination(ctx context.Context, key string, probe uuid.UUID, by string, now time.Time) (int, error)
 	// ListParkedDestinations returns the parked destinations, oldest park first, with
 	// their held deliveries and leads counted.
 	ListParkedDestinations(ctx context.Context) ([]ParkedDestination, error)

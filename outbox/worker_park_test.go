@@ -236,7 +236,7 @@ func TestManualParkHoldsWithoutProbing(t *testing.T) {
 		w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p.Provider), PollInterval: time.Hour,
 			Now: clock.Now, After: clock.After, ProcessClock: true})
 		dest := outbox.DestinationOf(outbox.Delivery{Channel: outbox.ChannelWebhook, Recipient: parkHookURL}, "")
-		if fresh, err := w.ParkDestination(ctxFor(t), dest); err != nil || !fresh {
+		if fresh, err := w.ParkDestination(ctxFor(t), dest, "ops"); err != nil || !fresh {
 			t.Fatalf("park: %v, %v", fresh, err)
 		}
 		d := acceptHook(t, s)
@@ -248,11 +248,11 @@ func TestManualParkHoldsWithoutProbing(t *testing.T) {
 		if n := p.TotalCalls(); n != 0 {
 			t.Fatalf("a manual park was probed (%d calls)", n)
 		}
-		if n, err := w.UnparkDestination(ctxFor(t), dest.Key); err != nil || n != 1 {
+		if n, err := w.UnparkDestination(ctxFor(t), dest.Key, "ops"); err != nil || n != 1 {
 			t.Fatalf("unpark: %d, %v", n, err)
 		}
 		waitFor(t, 10*time.Second, "the lead sent", statusIs(t, s, d.ID, outbox.DeliverySent, 1))
-		if _, err := w.UnparkDestination(ctxFor(t), dest.Key); !errors.Is(err, outbox.ErrNotParked) {
+		if _, err := w.UnparkDestination(ctxFor(t), dest.Key, "ops"); !errors.Is(err, outbox.ErrNotParked) {
 			t.Errorf("second unpark: %v, want ErrNotParked", err)
 		}
 	})

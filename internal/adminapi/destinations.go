@@ -20,6 +20,10 @@ import (
 // Keys carry no secret (outbox/destination.go), so they may travel in the URL that
 // Caddy's admin server logs.
 
+// adminActor names the admin API (and the CLI through it) in park and unpark events:
+// Caddy's admin endpoint has no user of its own.
+const adminActor = "admin API"
+
 // Destination is a parked destination in the admin API's answers.
 type Destination struct {
 	Key     string    `json:"key"`
@@ -87,7 +91,7 @@ func serveParkDestination(b Backend, w http.ResponseWriter, r *http.Request, _ u
 	}
 	ctx, cancel := adminCtx(r)
 	defer cancel()
-	fresh, err := b.Parker().ParkDestination(ctx, dest)
+	fresh, err := b.Parker().ParkDestination(ctx, dest, adminActor)
 	if err != nil {
 		return storeError(err)
 	}
@@ -106,7 +110,7 @@ func serveUnparkDestination(b Backend, w http.ResponseWriter, r *http.Request, _
 	}
 	ctx, cancel := adminCtx(r)
 	defer cancel()
-	n, err := b.Parker().UnparkDestination(ctx, dest.Key)
+	n, err := b.Parker().UnparkDestination(ctx, dest.Key, adminActor)
 	if errors.Is(err, outbox.ErrNotParked) {
 		return apiError(http.StatusNotFound, err)
 	}

@@ -42,8 +42,8 @@ func (s *Store) StartProbe(ctx context.Context, key string, now time.Time, guard
 }
 
 // UnparkDestination implements outbox.DestinationStore (storeflow.Unpark).
-func (s *Store) UnparkDestination(ctx context.Context, key string, probe uuid.UUID, now time.Time) (int, error) {
-	return storeflow.Unpark(ctx, flow{s}, key, probe, now)
+func (s *Store) UnparkDestination(ctx context.Context, key string, probe uuid.UUID, by string, now time.Time) (int, error) {
+	return storeflow.Unpark(ctx, flow{s}, key, probe, by, now)
 }
 
 // ListParkedDestinations implements outbox.DestinationStore.
@@ -156,4 +156,8 @@ func (t parkTx) MakeDue(ctx context.Context, id uuid.UUID, now time.Time) error 
 func (t parkTx) ResumeParked(ctx context.Context, key string, now time.Time) (int, error) {
 	tag, err := t.tx.Exec(ctx, qParkResume, key, now)
 	return int(tag.RowsAffected()), err
+}
+
+func (t parkTx) InsertEvent(ctx context.Context, e outbox.Event) error {
+	return flowTx{t.tx}.InsertEvent(ctx, e)
 }

@@ -43,8 +43,8 @@ func (s *Store) StartProbe(ctx context.Context, key string, now time.Time, guard
 }
 
 // UnparkDestination implements outbox.DestinationStore (storeflow.Unpark).
-func (s *Store) UnparkDestination(ctx context.Context, key string, probe uuid.UUID, now time.Time) (int, error) {
-	return storeflow.Unpark(ctx, flow{s}, key, probe, now)
+func (s *Store) UnparkDestination(ctx context.Context, key string, probe uuid.UUID, by string, now time.Time) (int, error) {
+	return storeflow.Unpark(ctx, flow{s}, key, probe, by, now)
 }
 
 // ListParkedDestinations implements outbox.DestinationStore.
@@ -189,4 +189,8 @@ func affected(res sql.Result, err error) (bool, error) {
 	}
 	n, err := res.RowsAffected()
 	return n > 0, err
+}
+
+func (t parkTx) InsertEvent(ctx context.Context, e outbox.Event) error {
+	return flowTx{t.tx}.InsertEvent(ctx, e)
 }

@@ -29,7 +29,7 @@ func parkHook(t testing.TB, s outbox.Store, manual bool, now time.Time) outbox.D
 	t.Helper()
 	dest := outbox.DestinationOf(outbox.Delivery{Channel: outbox.ChannelWebhook, Recipient: hookURL}, "")
 	ok, err := s.ParkDestination(testCtx(t), outbox.Park{Destination: dest, Reason: "permanent gone", Manual: manual,
-		Now: now, ProbeAt: now.Add(time.Minute), ProbeInterval: time.Minute})
+		By: "worker", Now: now, ProbeAt: now.Add(time.Minute), ProbeInterval: time.Minute})
 	if err != nil || !ok {
 		t.Fatalf("park: %v, %v (want newly parked)", ok, err)
 	}
@@ -63,6 +63,12 @@ var _ = register("ParkedDeliveriesWaitWithAttemptsUnspentAndResumeInOrder", func
 	dest := parkHook(t, s, false, now)
 	if again, err := s.ParkDestination(ctx, outbox.Park{Destination: dest, Now: now}); err != nil || again {
 		t.Fatalf("parking a parked destination: %v, %v; want false, nil", again, err)
+	}
+	// One event per park (not per repeated park), with the key and who; one per unpark
+	// (below).
+	parked, _ := s.ListEvents(ctx, outbox.EventDestinationParked, 0)
+	if len(parked) != 1 || string(parked[0].Data) != `{"key":"`+dest.Key+`","channel":"webhook","reason":"permanent gone","by":"worker"}` {
+		t.Errorf("destination.parked events: %+v", parked)
 	}
 	claimed := claim(t, s, now, 10)
 	if len(claimed) != 3 {
@@ -105,11 +111,11 @@ var _ = register("ParkedDeliveriesWaitWithAttemptsUnspentAndResumeInOrder", func
 	}
 
 	later := now.Add(10 * time.Minute)
-	n, err := s.UnparkDestination(ctx, dest.Key, uuid.Nil, later)
+	n, err := s.UnparkDestination(ctx, dest.Key, uuid.Nil, "ops", later)
 	if err != nil || n != 3 {
 		t.Fatalf("unpark: %d, %v; want 3 resumed", n, err)
 	}
-	if _, err := s.UnparkDestination(ctx, dest.Key, uuid.Nil, later); !errors.Is(err, outbox.ErrNotParked) {
+	if _, err := s.UnparkDestination(ctx, dest.Key, uuid.Nil, "ops", later); !errors.Is(err, outbox.ErrNotParked) {
 		t.Errorf("second unpark: %v, want ErrNotParked", err)
 	}
 	// All due at later, a microsecond apart in created order (the last at later), so
@@ -131,6 +137,10 @@ var _ = register("ParkedDeliveriesWaitWithAttemptsUnspentAndResumeInOrder", func
 	}
 	if list, _ := s.ListParkedDestinations(ctx); len(list) != 0 {
 		t.Errorf("still listed after unpark: %+v", list)
+	}
+	unparked, _ := s.ListEvents(ctx, outbox.EventDestinationUnparked, 0)
+	if len(unparked) != 1 || string(unparked[0].Data) != `{"key":"`+dest.Key+`","resumed":3,"by":"ops"}` {
+		t.Errorf("destination.unparked events: %+v", unparked)
 	}
 })
 
@@ -194,7 +204,7 @@ var _ = register("ProbeTakesTheOldestAndBacksOff", func(t *testing.T, s outbox.S
 	if id, _ := s.StartProbe(ctx, dest.Key, at.Add(time.Hour), testLease); id != uuid.Nil {
 		t.Errorf("a manual park was probed")
 	}
-	if _, err := s.UnparkDestination(ctx, dest.Key, ds[0].ID, at); !errors.Is(err, outbox.ErrNotParked) {
+	if _, err := s.UnparkDestination(ctx, dest.Key, ds[0].ID, "ops", at); !errors.Is(err, outbox.ErrNotParked) {
 		t.Errorf("a probe unparked a manual park: %v", err)
 	}
 })
@@ -207,10 +217,10 @@ var _ = register("ProbeSuccessUnparksOnlyForTheProbe", func(t *testing.T, s outb
 	if err != nil || id != ds[0].ID {
 		t.Fatalf("probe: %s, %v", id, err)
 	}
-	if _, err := s.UnparkDestination(ctx, dest.Key, ds[1].ID, at); !errors.Is(err, outbox.ErrNotParked) {
+	if _, err := s.UnparkDestination(ctx, dest.Key, ds[1].ID, "ops", at); !errors.Is(err, outbox.ErrNotParked) {
 		t.Fatalf("unpark by a delivery that is not the probe: %v, want ErrNotParked", err)
 	}
-	n, err := s.UnparkDestination(ctx, dest.Key, ds[0].ID, at)
+	n, err := s.UnparkDestination(ctx, dest.Key, ds[0].ID, "ops", at)
 	if err != nil || n != 1 {
 		t.Fatalf("unpark by the probe: %d, %v; want the one still held resumed", n, err)
 	}

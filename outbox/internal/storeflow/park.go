@@ -2,6 +2,7 @@ package storeflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -45,6 +46,27 @@ type ParkTx interface {
 	// ResumeParked makes every delivery parked under key pending, due at now, and says
 	// how many.
 	ResumeParked(ctx context.Context, key string, now time.Time) (int, error)
+	// InsertEvent stores e (Tx.InsertEvent's statement).
+	InsertEvent(ctx context.Context, e outbox.Event) error
+}
+
+// parkEvent is the data of destination.parked and destination.unparked: no secret (keys
+// and labels carry none) and no visitor data.
+type parkEvent struct {
+	Key     string `json:"key"`
+	Channel string `json:"channel,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Manual  bool   `json:"manual,omitempty"`
+	Resumed *int   `json:"resumed,omitempty"`
+	By      string `json:"by,omitempty"`
+}
+
+func insertParkEvent(ctx context.Context, tx ParkTx, kind string, data parkEvent, at time.Time) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	return tx.InsertEvent(ctx, outbox.Event{Kind: kind, Data: b, At: at})
 }
 
 // Park parks p.Destination (outbox.DestinationStore.ParkDestination).
@@ -59,7 +81,11 @@ func Park(ctx context.Context, d ParkDriver, p outbox.Park) (bool, error) {
 		if !ok && p.Manual {
 			return tx.MakeManual(ctx, p.Destination.Key)
 		}
-		return nil
+		if !ok {
+			return nil
+		}
+		return insertParkEvent(ctx, tx, outbox.EventDestinationParked, parkEvent{Key: p.Destination.Key,
+			Channel: string(p.Destination.Channel), Reason: p.Reason, Manual: p.Manual, By: p.By}, p.Now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("park destination %s: %w", p.Destination.Key, err)
@@ -150,7 +176,7 @@ func StartProbe(ctx context.Context, d ParkDriver, key string, now time.Time, gu
 
 // Unpark unparks key and resumes its parked deliveries
 // (outbox.DestinationStore.UnparkDestination).
-func Unpark(ctx context.Context, d ParkDriver, key string, probe uuid.UUID, now time.Time) (int, error) {
+func Unpark(ctx context.Context, d ParkDriver, key string, probe uuid.UUID, by string, now time.Time) (int, error) {
 	var n int
 	err := d.ParkTx(ctx, func(tx ParkTx) error {
 		dest, err := tx.Destination(ctx, key)
@@ -166,8 +192,10 @@ func Unpark(ctx context.Context, d ParkDriver, key string, probe uuid.UUID, now 
 		if err := tx.DeleteDestination(ctx, key); err != nil {
 			return err
 		}
-		n, err = tx.ResumeParked(ctx, key, now)
-		return err
+		if n, err = tx.ResumeParked(ctx, key, now); err != nil {
+			return err
+		}
+		return insertParkEvent(ctx, tx, outbox.EventDestinationUnparked, parkEvent{Key: key, Resumed: &n, By: by}, now)
 	})
 	if err != nil && !errors.Is(err, outbox.ErrNotParked) {
 		return 0, fmt.Errorf("unpark destination %s: %w", key, err)
