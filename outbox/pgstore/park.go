@@ -159,5 +159,5 @@ func (t parkTx) ResumeParked(ctx context.Context, key string, now time.Time) (in
 }
 
 func (t parkTx) InsertEvent(ctx context.Context, e outbox.Event) error {
-	return flowTx{t.tx}.InsertEvent(ctx, e)
+	return flowTx(t).InsertEvent(ctx, e)
 }

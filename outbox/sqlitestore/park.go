@@ -192,5 +192,5 @@ func affected(res sql.Result, err error) (bool, error) {
 }
 
 func (t parkTx) InsertEvent(ctx context.Context, e outbox.Event) error {
-	return flowTx{t.tx}.InsertEvent(ctx, e)
+	return flowTx(t).InsertEvent(ctx, e)
 }
