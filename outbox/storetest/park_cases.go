@@ -228,3 +228,16 @@ var _ = register("ProbeSuccessUnparksOnlyForTheProbe", func(t *testing.T, s outb
 		t.Errorf("held delivery after unpark: %s, want pending", got.Status)
 	}
 })
+
+var _ = register("MarkingSpamSkipsAParkedDelivery", func(t *testing.T, s outbox.Store) {
+	ds, dest := twoHeld(t, s)
+	if err := s.Act(testCtx(t), outbox.Action{Kind: outbox.ActionMarkSpam, SubmissionID: ds[0].SubmissionID, User: "op", Now: t0.Add(time.Minute)}); err != nil {
+		t.Fatalf("mark spam: %v", err)
+	}
+	if got := getDelivery(t, s, ds[0].ID); got.Status != outbox.DeliverySkipped {
+		t.Errorf("the spam submission's parked delivery is %s, want skipped (never sent on unpark)", got.Status)
+	}
+	if n, err := s.UnparkDestination(testCtx(t), dest.Key, uuid.Nil, "op", t0.Add(2*time.Minute)); err != nil || n != 1 {
+		t.Errorf("unpark: %d, %v; want only the other lead resumed", n, err)
+	}
+})
