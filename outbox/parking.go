@@ -32,6 +32,10 @@ type parkedSet struct {
 	loaded   bool
 	// any mirrors len(byKey) > 0 for the claim path's lock-free test.
 	any atomic.Bool
+	// armed is the probe time (unix nanoseconds, cfg.Now's clock) last given to the
+	// loop's wake heap, so that reading the set every few seconds under load does not
+	// push the same time again each time.
+	armed atomic.Int64
 }
 
 func (p *parkedSet) get(key string) (ParkedDestination, bool) {
@@ -162,7 +166,14 @@ func (w *Worker) armProbeWake() {
 	if !ok {
 		return
 	}
-	w.pushPaced(w.cfg.Now().Add(at.Sub(w.clock.Now())))
+	wake := w.cfg.Now().Add(at.Sub(w.clock.Now()))
+	// A wake within a second of the one armed already is that one (the database clock's
+	// offset moves the conversion a little between reads).
+	if prev := w.parked.armed.Load(); prev != 0 && wake.Sub(time.Unix(0, prev)).Abs() < time.Second && wake.After(w.cfg.Now()) {
+		return
+	}
+	w.parked.armed.Store(wake.UnixNano())
+	w.pushPaced(wake)
 }
 
 // startProbes makes one held delivery due for each parked destination whose probe time
@@ -172,21 +183,27 @@ func (w *Worker) startProbes(ctx context.Context) {
 		return
 	}
 	now := w.clock.Now()
+	reread := false
 	for _, d := range w.parked.probesDue(now) {
 		id, err := w.cfg.Store.StartProbe(ctx, d.Key, now, w.cfg.Lease)
 		if err != nil {
 			w.log.Error("start probe of a parked destination", zap.String("destination", d.Key), zap.Error(err))
 			continue
 		}
-		// Until the store says otherwise, the next look is an interval away (another
-		// instance may have started this probe, or nothing is held to probe).
-		d.ProbeAt = now.Add(max(w.cfg.Lease, d.ProbeInterval))
-		if id != uuid.Nil {
-			d.ProbeID = id
-			w.log.Info("probing parked destination", zap.String("destination", d.Key),
-				zap.String("delivery_id", id.String()))
+		if id == uuid.Nil {
+			// Another instance started it, or the store moved the probe time: this copy
+			// is stale, and guessing the new time could overwrite a fresher read.
+			reread = true
+			continue
 		}
+		// What the store just wrote (storeflow.StartProbe).
+		d.ProbeID, d.ProbeAt = id, now.Add(max(w.cfg.Lease, d.ProbeInterval))
 		w.parked.put(d)
+		w.log.Info("probing parked destination", zap.String("destination", d.Key),
+			zap.String("delivery_id", id.String()))
+	}
+	if reread {
+		w.loadParked(ctx)
 	}
 	w.armProbeWake()
 }

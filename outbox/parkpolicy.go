@@ -3,6 +3,7 @@ package outbox
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,6 +91,8 @@ type healthBook struct {
 	policy ParkPolicy
 	mu     sync.Mutex
 	dests  map[string]*destHealth
+	// counted mirrors len(dests) so that a success tests it without the lock.
+	counted atomic.Int32
 }
 
 type destHealth struct {
@@ -113,6 +116,7 @@ func (b *healthBook) failed(key string, now time.Time) string {
 	if h == nil {
 		h = &destHealth{}
 		b.dests[key] = h
+		b.counted.Store(int32(len(b.dests)))
 	}
 	h.consecutive++
 	h.add(outcomeAt{at: now}, now, b.policy.Window)
@@ -149,21 +153,20 @@ func (b *healthBook) succeeded(key string, now time.Time) {
 		}
 	}
 	delete(b.dests, key)
+	b.counted.Store(int32(len(b.dests)))
 }
 
 // forget drops key's counts: it was parked or unparked, and starts afresh.
 func (b *healthBook) forget(key string) {
 	b.mu.Lock()
 	delete(b.dests, key)
+	b.counted.Store(int32(len(b.dests)))
 	b.mu.Unlock()
 }
 
-// tracking reports whether any destination is being counted.
-func (b *healthBook) tracking() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.dests) > 0
-}
+// tracking reports whether any destination is being counted: one atomic load, on every
+// success.
+func (b *healthBook) tracking() bool { return b.counted.Load() > 0 }
 
 func (h *destHealth) add(o outcomeAt, now time.Time, window time.Duration) {
 	h.outcomes = append(h.outcomes, o)

@@ -81,7 +81,8 @@ type DestinationStore interface {
 	// StartProbe makes the oldest parked delivery of key due at now as the destination's
 	// probe, if its probe is due (ProbeAt <= now, not manual), and moves ProbeAt to
 	// now + the larger of guard and the probe interval, so that no other instance starts
-	// one while it is under way (a probe lost with its instance is replaced then). It returns the probe's
+	// one while it is under way (a probe lost with its instance is replaced then). With
+	// nothing held to probe it moves ProbeAt an interval ahead and starts none. It returns the probe's
 	// id, or uuid.Nil when no probe was started.
 	StartProbe(ctx context.Context, key string, now time.Time, guard time.Duration) (uuid.UUID, error)
 	// UnparkDestination unparks key and makes every delivery parked under it pending,

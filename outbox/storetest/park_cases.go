@@ -241,3 +241,15 @@ var _ = register("MarkingSpamSkipsAParkedDelivery", func(t *testing.T, s outbox.
 		t.Errorf("unpark: %d, %v; want only the other lead resumed", n, err)
 	}
 })
+
+var _ = register("ProbeWithNothingHeldWaitsAnInterval", func(t *testing.T, s outbox.Store) {
+	dest := parkHook(t, s, false, t0) // first probe at t0+1m, nothing held
+	at := t0.Add(time.Minute)
+	if id, err := s.StartProbe(testCtx(t), dest.Key, at, testLease); err != nil || id != uuid.Nil {
+		t.Fatalf("probe with nothing held: %s, %v", id, err)
+	}
+	list, err := s.ListParkedDestinations(testCtx(t))
+	if err != nil || len(list) != 1 || !list[0].ProbeAt.Equal(at.Add(time.Minute)) {
+		t.Fatalf("after a probe with nothing held: %+v, %v; want the next look a minute later", list, err)
+	}
+})

@@ -157,7 +157,9 @@ func StartProbe(ctx context.Context, d ParkDriver, key string, now time.Time, gu
 		}
 		first, err := tx.OldestParked(ctx, key)
 		if errors.Is(err, outbox.ErrNotFound) {
-			return nil // nothing held: the next delivery is held, then probed
+			// Nothing held (the probe is out, or every lead was erased): look again an
+			// interval later, so that no worker asks on every pass.
+			return tx.SetProbe(ctx, key, dest.ProbeID, now.Add(dest.ProbeInterval), dest.ProbeInterval)
 		}
 		if err != nil {
 			return err
