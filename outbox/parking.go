@@ -288,11 +288,12 @@ func (w *Worker) parkOnFailure(d Delivery, c Completion, sendErr error) bool {
 	}
 	dest := w.destination(d)
 	for try := 0; try < 2; try++ {
-		if _, parked := w.parked.get(dest.Key); !parked {
+		p, parked := w.parked.get(dest.Key)
+		if !parked {
 			if w.cfg.Parking.Off {
 				return false
 			}
-			if !parksNow {
+			if !parksNow && try == 0 { // counted once, however often this looks again
 				reason = w.health.failed(dest.Key, c.Now)
 			}
 			if reason == "" {
@@ -322,7 +323,9 @@ func (w *Worker) parkOnFailure(d Delivery, c Completion, sendErr error) bool {
 			if w.cfg.OnHold != nil {
 				w.cfg.OnHold(d, dest)
 			}
-			w.refreshParkedNow() // a failed probe moved the next probe
+			if p.ProbeID == d.ID {
+				w.refreshParkedNow() // the failed probe moved the next probe
+			}
 		case errors.Is(err, ErrLeaseLost):
 			w.log.Warn("lease lost before holding the attempt; another worker owns the delivery", deliveryFields(d)...)
 		default:
