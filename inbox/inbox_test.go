@@ -385,3 +385,13 @@ func TestExportStreamsTheFilter(t *testing.T) {
 		t.Errorf("ndjson: %d, %d lines: %s", w.Code, n, w.Body)
 	}
 }
+
+// An autoreply.skipped event shows its route and reason, which say why a visitor got no
+// reply (intake/recipient.go), without the address.
+func TestEventRowShowsWhyAnAutoreplyWasSkipped(t *testing.T) {
+	row := newEventRow(outbox.Event{Kind: outbox.EventAutoreplySkipped,
+		Data: []byte(`{"route":"autoreply","reason":"recipient_not_public"}`)})
+	if row.Note != "route autoreply: recipient_not_public" {
+		t.Fatalf("note %q", row.Note)
+	}
+}

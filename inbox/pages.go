@@ -323,6 +323,7 @@ func newEventRow(e outbox.Event) eventRow {
 	var d struct {
 		User       string `json:"user"`
 		Route      string `json:"route"`
+		Reason     string `json:"reason"`
 		FromStatus string `json:"from_status"`
 		Address    string `json:"address"`
 		Errors     []outbox.FieldError
@@ -340,6 +341,8 @@ func newEventRow(e outbox.Event) eventRow {
 		row.Note = "fields " + strings.Join(fields, ", ")
 	case d.Address != "":
 		row.Note = "address " + d.Address
+	case d.Route != "" && d.Reason != "" && d.FromStatus == "":
+		row.Note = "route " + d.Route + ": " + d.Reason // autoreply.skipped
 	case d.Route != "":
 		row.Note = "route " + d.Route
 	case d.FromStatus != "":

@@ -90,7 +90,8 @@ func CheckSender(from string) error {
 
 // planAutoreply adds the visitor's reply to out: for an accepted submission pending,
 // for a held-back one skipped (a release makes it due, and the store then applies the
-// window), never for a test submission or without a valid address. address is the
+// window), never for a test submission, without a valid address or to an address whose
+// domain is not public (publicRecipient; an autoreply.skipped event says so). address is the
 // visitor's validated address (replyTo). A body template that fails on this submission
 // drops the reply and records a template.failed event: there is no built-in reply.
 func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, address string, now time.Time) ([]outbox.Delivery, error) {
@@ -101,6 +102,9 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 	to, ok := providers.ReplyToHeader(address)
 	if !ok {
 		return out, nil // a non-ASCII local part: no provider path can send to it
+	}
+	if !publicRecipient(to) {
+		return out, markAutoreplySkipped(sub, ReasonRecipientNotPublic, now)
 	}
 	text, html, failed := a.route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(),
 		Received: sub.CreatedAt, Fields: sub.Data}, "", "")
