@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -393,5 +394,29 @@ func TestEventRowShowsWhyAnAutoreplyWasSkipped(t *testing.T) {
 		Data: []byte(`{"route":"autoreply","reason":"recipient_not_public"}`)})
 	if row.Note != "route autoreply: recipient_not_public" {
 		t.Fatalf("note %q", row.Note)
+	}
+}
+
+// Zero-width characters and bidi controls in a name are shown as marked escapes, so an
+// operator sees that "Ad​a" is not "Ada" and that a name carries U+202E, and each value
+// is isolated (<bdi>) from the page's text around it; in the list and on the page.
+func TestInvisibleCharactersAreShownVisibly(t *testing.T) {
+	f := newFixture(t)
+	sub, _ := f.accept("contact", storetest.WithFields("name", "Ad\u200ba\u202e", "message", "hi\ufeff\u2060\u200c\u200d"))
+	for path, want := range map[string][]string{
+		"/inbox/submissions/" + sub.ID.String(): {"<dd><bdi>Ad⟨U+200B⟩a⟨U+202E⟩</bdi></dd>", "<dd><bdi>hi⟨U+FEFF⟩⟨U+2060⟩⟨U+200C⟩⟨U+200D⟩</bdi></dd>"},
+		"/inbox/submissions":                    {"<bdi>Ad⟨U+200B⟩a⟨U+202E⟩</bdi>", "<bdi>hi⟨U+FEFF⟩⟨U+2060⟩⟨U+200C⟩⟨U+200D⟩</bdi>"},
+	} {
+		w := f.do("GET", path, nil, nil)
+		body := w.Body.String()
+		shown := html.UnescapeString(body) // html/template writes "+" as &#43;
+		for _, s := range want {
+			if w.Code != http.StatusOK || !strings.Contains(shown, s) {
+				t.Errorf("%s: status %d, %q missing:\n%s", path, w.Code, s, body)
+			}
+		}
+		if strings.ContainsAny(body, "\u200b\u200c\u200d\u2060\ufeff\u202e") {
+			t.Errorf("%s: an invisible character reached the page as it is", path)
+		}
 	}
 }

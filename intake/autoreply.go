@@ -106,8 +106,9 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 	if !publicRecipient(to) {
 		return out, markAutoreplySkipped(sub, ReasonRecipientNotPublic, now)
 	}
+	view := shownSubmission(sub) // no bidi controls in what the visitor reads (bidi.go)
 	text, html, failed := a.route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(),
-		Received: sub.CreatedAt, Fields: sub.Data}, "", "")
+		Received: sub.CreatedAt, Fields: view.Data}, "", "")
 	for _, f := range failed {
 		if err := markTemplateFailed(sub, f, now); err != nil {
 			return nil, err
@@ -116,7 +117,7 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 	if len(failed) > 0 {
 		return out, nil
 	}
-	p := outbox.Payload{From: a.From, To: to, Subject: c.subject(a.route, sub.Data, specials{}), Text: text, HTML: html,
+	p := outbox.Payload{From: a.From, To: to, Subject: c.subject(a.route, view.Data, specials{}), Text: text, HTML: html,
 		Autoreply: &outbox.AutoreplyGate{Form: c.Form, Key: outbox.AutoreplyKey(to),
 			WindowSeconds: int64(time.Duration(a.Window) / time.Second)}}
 	id, err := uuid.NewV7()

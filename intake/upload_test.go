@@ -147,7 +147,7 @@ func TestUploadStoredWithItsSubmission(t *testing.T) {
 			if !strings.Contains(p.Text, "Files:\n  cv: Ada CV.pdf (360 kB, application/pdf)\n  photos: me.png (3.0 kB, image/png)\n") {
 				t.Errorf("e-mail text does not list the files:\n%s", p.Text)
 			}
-			if !strings.Contains(p.HTML, "<li>cv: Ada CV.pdf (360 kB, application/pdf)</li>") {
+			if !strings.Contains(p.HTML, "<li><bdi>cv</bdi>: <bdi>Ada CV.pdf</bdi> (360 kB, application/pdf)</li>") {
 				t.Errorf("e-mail HTML does not list the files:\n%s", p.HTML)
 			}
 		case outbox.ChannelWebhook:
