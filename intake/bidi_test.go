@@ -62,3 +62,15 @@ func TestAVisitorsOverrideDoesNotReverseTheOperatorsText(t *testing.T) {
 		t.Errorf("stored name %q, want it as sent", v)
 	}
 }
+
+// The visitor's reply address that only the body can carry (a non-ASCII local part,
+// replyToInBody) is shown without its bidi controls too.
+func TestReplyToInTheBodyHasNoBidiControl(t *testing.T) {
+	c := contactConfig(t)
+	res := mustParse(t, c, postForm(form("name", "Ada", "email", "ada@example.com", "message", "Hi", "_replyto", "böb\u202e@example.com")))
+	p := payloadOf(t, res.Deliveries[0])
+	if !strings.Contains(p.Text, "\nReply to: böb@example.com\n") || !strings.Contains(p.HTML, "böb@example.com") ||
+		strings.ContainsRune(p.Text+p.HTML, '\u202e') {
+		t.Fatalf("bodies:\n%s\n%s", p.Text, p.HTML)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 	"github.com/google/uuid"
@@ -50,7 +51,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 				break
 			}
 			if text == "" {
-				inBody := replyToInBody(replyTo, sub.Data)
+				inBody := safetext.StripBidi(replyToInBody(replyTo, sub.Data)) // shown as text, like the fields
 				text = emailText(c.Form, view, inBody, inbox)
 				if html, err = emailHTML(c.Form, view, inBody, inbox); err != nil {
 					return nil, err
