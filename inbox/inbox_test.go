@@ -420,3 +420,26 @@ func TestInvisibleCharactersAreShownVisibly(t *testing.T) {
 		}
 	}
 }
+
+// Each attempt shows the start of the SHA-256 of the body it sent, the full hash on
+// hover: which body a receiver got, also after a release rewrote the stored one.
+func TestAttemptShowsTheBodyItSent(t *testing.T) {
+	f := newFixture(t)
+	sub, _ := f.accept("contact")
+	ctx := context.Background()
+	ds, err := f.store.Claim(ctx, outbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute, Now: now})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim %d: %v", len(ds), err)
+	}
+	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	if err := outbox.CompleteOne(ctx, f.store, outbox.Completion{DeliveryID: ds[0].ID, LeaseToken: ds[0].LeaseToken,
+		Status: outbox.DeliverySent, Provider: "fake", Now: now,
+		Attempt: outbox.Attempt{DeliveryID: ds[0].ID, Provider: "fake", StartedAt: now, FinishedAt: now,
+			Outcome: outbox.OutcomeSent, BodySHA256: sum}}); err != nil {
+		t.Fatal(err)
+	}
+	w := f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil)
+	if want := ` · body <code title="SHA-256 ` + sum + `">9f86d081884c</code>`; w.Code != http.StatusOK || !strings.Contains(w.Body.String(), want) {
+		t.Fatalf("status %d, page lacks %q", w.Code, want)
+	}
+}
