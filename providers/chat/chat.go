@@ -18,6 +18,10 @@ import (
 type Field struct {
 	Name  string
 	Value string
+	// Link, when set, is a URL made by the configuration (a signed file link), printed
+	// after the value and outside its isolate: chat services link a URL up to the next
+	// space, so an isolate mark after it would become part of the link.
+	Link string
 }
 
 // Submission is what a chat message is rendered from. Everything in it may have come
