@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -27,7 +28,11 @@ var pages = func() map[string]*template.Template {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		// shown writes the zero-width characters and bidi controls of visitor text as
+		// marked escapes (⟨U+200B⟩): an operator sees they are there, and none of them
+		// can reorder the page; pages put each value in a <bdi> too.
+		"shown": safetext.ShowInvisible,
 		"bytes": func(n int64) string { return humanize.Bytes(uint64(max(n, 0))) },
 		"short": func(id any) string {
 			s := ""
@@ -323,6 +328,7 @@ func newEventRow(e outbox.Event) eventRow {
 	var d struct {
 		User       string `json:"user"`
 		Route      string `json:"route"`
+		Reason     string `json:"reason"`
 		FromStatus string `json:"from_status"`
 		Address    string `json:"address"`
 		Errors     []outbox.FieldError
@@ -340,6 +346,8 @@ func newEventRow(e outbox.Event) eventRow {
 		row.Note = "fields " + strings.Join(fields, ", ")
 	case d.Address != "":
 		row.Note = "address " + d.Address
+	case d.Route != "" && d.Reason != "" && d.FromStatus == "":
+		row.Note = "route " + d.Route + ": " + d.Reason // autoreply.skipped
 	case d.Route != "":
 		row.Note = "route " + d.Route
 	case d.FromStatus != "":
