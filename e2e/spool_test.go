@@ -54,6 +54,16 @@ func postKeyed(t *testing.T, p *caddyProc, key string) (int, string, string) {
 	return resp.StatusCode, a.ID, a.Status
 }
 
+// newSpoolCaddy starts a Caddy of spoolCaddyfile on a throwaway PostgreSQL, with the
+// webhook receiver every submission notifies.
+func newSpoolCaddy(t *testing.T) (*pgCluster, *receiver, *caddyProc) {
+	t.Helper()
+	pg := newPGCluster(t)
+	hook := newReceiver(t)
+	cf := strings.NewReplacer("{{DSN}}", pg.DSN(), "{{HOOK}}", hook.srv.URL).Replace(spoolCaddyfile)
+	return pg, hook, newCaddy(t, caddyOpts{Caddyfile: cf})
+}
+
 // storedIDs reads every submission id in the database; nil while it is unreachable.
 func storedIDs(dsn string) map[string]bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -83,10 +93,7 @@ func storedIDs(dsn string) map[string]bool {
 // answered submission is stored and delivered.
 func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
 	t.Parallel()
-	pg := newPGCluster(t)
-	hook := newReceiver(t)
-	cf := strings.NewReplacer("{{DSN}}", pg.DSN(), "{{HOOK}}", hook.srv.URL).Replace(spoolCaddyfile)
-	c := newCaddy(t, caddyOpts{Caddyfile: cf})
+	pg, hook, c := newSpoolCaddy(t)
 
 	answered := map[string]string{} // id -> answered status
 	// Every answer names a submission of its own: a missing or repeated id would shrink
