@@ -66,6 +66,20 @@ func newSpoolCaddy(t *testing.T) (*pgCluster, *receiver, *caddyProc) {
 
 // storedIDs reads every submission id in the database; nil while it is unreachable.
 func storedIDs(dsn string) map[string]bool {
+	statuses := storedStatuses(dsn)
+	if statuses == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for id := range statuses {
+		out[id] = true
+	}
+	return out
+}
+
+// storedStatuses reads every submission's id and status; nil while the database is
+// unreachable.
+func storedStatuses(dsn string) map[string]string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -73,17 +87,14 @@ func storedIDs(dsn string) map[string]bool {
 		return nil
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT id::text FROM submissions`)
+	rows, err := conn.Query(ctx, `SELECT id::text, status FROM submissions`)
 	if err != nil {
 		return nil
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	out := map[string]string{}
+	var id, status string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &status}, func() error { out[id] = status; return nil }); err != nil {
 		return nil
-	}
-	out := map[string]bool{}
-	for _, id := range ids {
-		out[id] = true
 	}
 	return out
 }
