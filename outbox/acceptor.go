@@ -123,6 +123,8 @@ func (a *Acceptor) Accept(ctx context.Context, sub *Submission, deliveries []Del
 		res, err := sp.Append(sub, deliveries)
 		switch {
 		case err != nil:
+			// The store is tried all the same: with a held key it may bind the key to
+			// this post, but refusing a post the store can take would be worse.
 			logger.Error("spool ahead of the store", zap.String("id", sub.ID.String()), zap.Error(err))
 		case res.Duplicate || res.KeyReused:
 			sp.Wake()
