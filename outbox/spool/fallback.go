@@ -55,10 +55,14 @@ func StartFallback(s *Spool, store outbox.Store, logger *zap.Logger, stored func
 // Stop stops the replayer; the spool stays open.
 func (f *Fallback) Stop() { f.Replayer.Stop() }
 
-// Append spools one submission, fsynced when it returns nil.
-func (f *Fallback) Append(sub *outbox.Submission, deliveries []outbox.Delivery) error {
-	return f.Spool.Append(Entry{Submission: *sub, Deliveries: deliveries})
+// Append spools one submission, judging its idempotency key against the spooled ones
+// (Spool.Accept); what it appended is fsynced when it returns no error.
+func (f *Fallback) Append(sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error) {
+	return f.Spool.Accept(Entry{Submission: *sub, Deliveries: deliveries})
 }
+
+// Holds reports whether a spooled submission binds sub's idempotency key.
+func (f *Fallback) Holds(sub *outbox.Submission) bool { return f.Spool.Holds(sub) }
 
 // Waiting is the number of spooled entries not yet replayed.
 func (f *Fallback) Waiting() int { return f.Spool.Stats().Entries }
