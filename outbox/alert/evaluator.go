@@ -41,7 +41,10 @@ type Config struct {
 	// OnNotice is called after a notice with deliveries was written (the App wakes its
 	// worker).
 	OnNotice func()
-	Logger   *zap.Logger
+	// OnPass, when set, is called after every pass with what it did (the App keeps the
+	// open alerts for the inbox banner and the metrics).
+	OnPass func(Pass)
+	Logger *zap.Logger
 }
 
 // Pass is what one Evaluate did.
@@ -119,6 +122,14 @@ func (e *Evaluator) run(ctx context.Context) {
 func (e *Evaluator) Evaluate(ctx context.Context) (Pass, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	p, err := e.evaluate(ctx)
+	if e.cfg.OnPass != nil && p.Open != nil {
+		e.cfg.OnPass(p)
+	}
+	return p, err
+}
+
+func (e *Evaluator) evaluate(ctx context.Context) (Pass, error) {
 	now := e.cfg.Now()
 	var pass Pass
 	conds, complete := e.poll(ctx, now)
