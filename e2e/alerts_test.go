@@ -77,9 +77,9 @@ func newFailingHook(t *testing.T) *failingHook {
 }
 
 // postLead posts one lead to the contact form and wants it accepted.
-func postLead(t *testing.T, p *caddyProc) {
+func postLead(t *testing.T, p *caddyProc, message string) {
 	t.Helper()
-	resp, body := do(t, keyedJSONPost(context.Background(), p.URL("/contact"), "a lead for the alerts test", ""))
+	resp, body := do(t, keyedJSONPost(context.Background(), p.URL("/contact"), message, ""))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("post lead: %d %s", resp.StatusCode, body)
 	}
@@ -123,7 +123,7 @@ func TestAlertDeadDeliveryTwoInstancesOnPostgres(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 
-	postLead(t, a)
+	postLead(t, a, "a lead for the alerts test")
 	if err := waitFor(30*time.Second, func() bool { return len(sl.Messages()) >= 1 }); err != nil {
 		t.Fatalf("no alert reached Slack: %v\nA:\n%s\nB:\n%s", err, a.Log(), b.Log())
 	}
@@ -190,7 +190,7 @@ func TestAlertDeadDeliveryOnSQLite(t *testing.T) {
 		Env: []string{"E2E_TELEGRAM_TOKEN=" + telegramToken}})
 	db := openSQLite(t, filepath.Join(p.dir, "forms.db"))
 
-	postLead(t, p)
+	postLead(t, p, "a lead for the alerts test")
 	if err := waitFor(30*time.Second, func() bool { return len(tg.Messages()) >= 1 }); err != nil {
 		t.Fatalf("no alert reached Telegram: %v\n%s", err, p.Log())
 	}
@@ -204,6 +204,7 @@ func TestAlertDeadDeliveryOnSQLite(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the e-mail notice was not sent: %v\n%s", err, p.Log())
 	}
+	p.waitMetric(t, 1, "form_outbox_alerts_open", "kind", "delivery_dead")
 	var deadID string
 	if err := db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
 		WHERE s.form = 'contact' AND d.status = 'dead'`).Scan(&deadID); err != nil {
@@ -217,6 +218,7 @@ func TestAlertDeadDeliveryOnSQLite(t *testing.T) {
 	if m := tg.Messages()[1]; !strings.HasPrefix(m.Visible, "Resolved: route webhook of form contact") {
 		t.Errorf("second telegram message = %q, want the resolved notice", m.Visible)
 	}
+	p.waitMetric(t, 0, "form_outbox_alerts_open", "kind", "delivery_dead")
 	if n := countOf(t, db, `SELECT count(*) FROM alerts WHERE resolved_at IS NOT NULL`); n != 1 || len(tg.Messages()) != 2 {
 		t.Errorf("%d resolved alerts, %d telegram messages; want 1 and 2", n, len(tg.Messages()))
 	}

@@ -19,6 +19,9 @@ const (
 	AlertOpened   = "opened"   // the condition was reported for the first time
 	AlertStill    = "still"    // it still holds, one re-notify window later
 	AlertResolved = "resolved" // it is no longer reported
+	// AlertRefreshed is no notice: the open alert's summary and count changed between
+	// notices. It writes no delivery and no event.
+	AlertRefreshed = "refreshed"
 )
 
 // Event kinds written with each notice, in the notice's transaction.
@@ -80,7 +83,8 @@ type DeadGroup struct {
 type AlertStore interface {
 	// RecordAlert writes n if its decision holds: AlertOpened only if no alert of the
 	// (Kind, Key) is open, AlertStill only if the alert is open and was last notified
-	// at or before n.NotifiedBefore, AlertResolved only if it is open. It writes the
+	// at or before n.NotifiedBefore, AlertResolved and AlertRefreshed only if it is
+	// open (AlertRefreshed updates the summary and count, nothing else). It writes the
 	// alert's row, n.Submission, n.Deliveries and an alert.* event in one transaction and
 	// reports whether it did; false means another instance decided first.
 	RecordAlert(ctx context.Context, n AlertNotice) (bool, error)

@@ -50,8 +50,12 @@ type Config struct {
 // Pass is what one Evaluate did.
 type Pass struct {
 	Opened, Still, Resolved int
+	// Refreshed counts open alerts whose summary or count changed without a notice due.
+	Refreshed int
 	// Open is the alerts open after the pass, for the metrics and the inbox.
 	Open []outbox.Alert
+	// listed: Open was read (the store answered).
+	listed bool
 }
 
 // Evaluator polls the sources and writes the notices. Several evaluators, in one
@@ -123,7 +127,7 @@ func (e *Evaluator) Evaluate(ctx context.Context) (Pass, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, err := e.evaluate(ctx)
-	if e.cfg.OnPass != nil && p.Open != nil {
+	if e.cfg.OnPass != nil && p.listed {
 		e.cfg.OnPass(p)
 	}
 	return p, err
@@ -165,6 +169,14 @@ func (e *Evaluator) evaluate(ctx context.Context) (Pass, error) {
 			if ok {
 				pass.Still++
 			}
+		case a.Summary != c.Summary || a.Affected != c.Affected:
+			// No notice, but the inbox, the CLI and the next notice show today's count.
+			a.Summary, a.Affected = c.Summary, c.Affected
+			ok, err := e.cfg.Store.RecordAlert(ctx, outbox.AlertNotice{Notice: outbox.AlertRefreshed, Alert: a, Now: now})
+			errs = append(errs, err)
+			if ok {
+				pass.Refreshed++
+			}
 		}
 	}
 	for _, a := range open {
@@ -177,11 +189,12 @@ func (e *Evaluator) evaluate(ctx context.Context) (Pass, error) {
 			pass.Resolved++
 		}
 	}
-	if pass.Opened+pass.Still+pass.Resolved == 0 {
-		pass.Open = open
+	if pass.Opened+pass.Still+pass.Resolved+pass.Refreshed == 0 {
+		pass.Open, pass.listed = open, true
 		return pass, errors.Join(errs...)
 	}
 	pass.Open, err = e.cfg.Store.ListAlerts(ctx, 0)
+	pass.listed = err == nil
 	errs = append(errs, err)
 	return pass, errors.Join(errs...)
 }

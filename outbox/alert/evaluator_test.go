@@ -118,6 +118,9 @@ func TestOpenStillOncePerWindowThenResolved(t *testing.T) {
 	worse := deadHook
 	worse.Affected, worse.Summary = 5, "route hook of form contact gave up on 5 submissions"
 	src.set(worse)
+	if p := evaluate(t, e); p.Refreshed != 1 || p.Still != 0 || p.Open[0].Affected != 5 || p.Open[0].Notices != 1 {
+		t.Errorf("pass with a new count inside the window = %+v, want the count refreshed and no notice", p)
+	}
 	clock.Advance(time.Minute)
 	if p := evaluate(t, e); p.Still != 1 || p.Open[0].Affected != 5 || p.Open[0].Notices != 2 {
 		t.Errorf("pass one window later = %+v, want one still-happening notice, 5 affected", p)

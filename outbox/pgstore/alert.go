@@ -15,6 +15,7 @@ var (
 	qInsertAlert           = queries.Must("InsertAlert")
 	qRenotifyAlert         = queries.Must("RenotifyAlert")
 	qResolveAlert          = queries.Must("ResolveAlert")
+	qRefreshAlert          = queries.Must("RefreshAlert")
 	qInsertAlertSubmission = queries.Must("InsertAlertSubmission")
 	qListOpenAlerts        = queries.Must("ListOpenAlerts")
 	qListResolvedAlerts    = queries.Must("ListResolvedAlerts")
@@ -37,6 +38,11 @@ func (t flowTx) InsertAlert(ctx context.Context, a outbox.Alert) (bool, error) {
 
 func (t flowTx) RenotifyAlert(ctx context.Context, n outbox.AlertNotice) (bool, error) {
 	tag, err := t.tx.Exec(ctx, qRenotifyAlert, [16]byte(n.Alert.ID), n.Now, n.NotifiedBefore, n.Alert.Summary, n.Alert.Affected)
+	return tag.RowsAffected() > 0, err
+}
+
+func (t flowTx) RefreshAlert(ctx context.Context, n outbox.AlertNotice) (bool, error) {
+	tag, err := t.tx.Exec(ctx, qRefreshAlert, [16]byte(n.Alert.ID), n.Alert.Summary, n.Alert.Affected)
 	return tag.RowsAffected() > 0, err
 }
 

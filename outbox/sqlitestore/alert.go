@@ -15,6 +15,7 @@ var (
 	qInsertAlert           = queries.Must("InsertAlert")
 	qRenotifyAlert         = queries.Must("RenotifyAlert")
 	qResolveAlert          = queries.Must("ResolveAlert")
+	qRefreshAlert          = queries.Must("RefreshAlert")
 	qInsertAlertSubmission = queries.Must("InsertAlertSubmission")
 	qListOpenAlerts        = queries.Must("ListOpenAlerts")
 	qListResolvedAlerts    = queries.Must("ListResolvedAlerts")
@@ -38,6 +39,11 @@ func (t flowTx) InsertAlert(ctx context.Context, a outbox.Alert) (bool, error) {
 func (t flowTx) RenotifyAlert(ctx context.Context, n outbox.AlertNotice) (bool, error) {
 	c, err := t.changed(ctx, qRenotifyAlert, n.Alert.ID.String(), micros(n.Now), micros(n.NotifiedBefore),
 		n.Alert.Summary, n.Alert.Affected)
+	return c > 0, err
+}
+
+func (t flowTx) RefreshAlert(ctx context.Context, n outbox.AlertNotice) (bool, error) {
+	c, err := t.changed(ctx, qRefreshAlert, n.Alert.ID.String(), n.Alert.Summary, n.Alert.Affected)
 	return c > 0, err
 }
 

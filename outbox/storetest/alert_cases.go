@@ -108,6 +108,16 @@ var _ = register("AlertStillHappeningOncePerWindow", func(t *testing.T, s outbox
 	}
 	noDelivery(t, s, n)
 
+	seen := a
+	seen.Affected, seen.Summary = 4, "4 deliveries of contact/hook are dead"
+	if !recordAlert(t, s, outbox.AlertNotice{Notice: outbox.AlertRefreshed, Alert: seen, Now: t0.Add(40 * time.Minute)}) {
+		t.Error("refreshing an open alert's count = false")
+	}
+	if got := openAlerts(t, s); len(got) != 1 || got[0].Affected != 4 || got[0].Summary != seen.Summary || got[0].Notices != 1 ||
+		!got[0].NotifiedAt.Equal(t0) {
+		t.Errorf("after a refresh = %+v, want 4 affected, still 1 notice at %s", got, t0)
+	}
+
 	later := a
 	later.Affected, later.Summary = 5, "5 deliveries of contact/hook are dead"
 	n = alertNotice(outbox.AlertStill, later, t0.Add(window))

@@ -22,6 +22,9 @@ type AlertTx interface {
 	// + 1, notified_at, summary and affected; false when it is not open or was notified
 	// after notifiedBefore.
 	RenotifyAlert(ctx context.Context, n outbox.AlertNotice) (bool, error)
+	// RefreshAlert updates the summary and affected count of the open alert a.ID; false
+	// when it is not open.
+	RefreshAlert(ctx context.Context, n outbox.AlertNotice) (bool, error)
 	// ResolveAlert resolves the open alert a.ID; false when it is not open.
 	ResolveAlert(ctx context.Context, n outbox.AlertNotice) (bool, error)
 	// InsertAlertSubmission stores a notice's system submission (form outbox.AlertsForm).
@@ -53,6 +56,15 @@ func RecordAlert(ctx context.Context, d Driver, n outbox.AlertNotice) (bool, err
 		case outbox.AlertResolved:
 			kind = outbox.EventAlertResolved
 			ok, err = tx.ResolveAlert(ctx, n)
+		case outbox.AlertRefreshed:
+			if len(n.Deliveries) > 0 {
+				return fmt.Errorf("a refresh carries no deliveries")
+			}
+			ok, err = tx.RefreshAlert(ctx, n)
+			if err == nil && !ok {
+				err = errAlertDecided
+			}
+			return err
 		default:
 			return fmt.Errorf("unknown notice %q", n.Notice)
 		}

@@ -12,6 +12,9 @@ INSERT INTO alerts (id, kind, key, form, summary, affected, channel, destination
 UPDATE alerts SET notices = notices + 1, notified_at = ?2, summary = ?4, affected = ?5
 	WHERE id = ?1 AND resolved_at IS NULL AND notified_at <= ?3
 
+-- name: RefreshAlert
+UPDATE alerts SET summary = ?2, affected = ?3 WHERE id = ?1 AND resolved_at IS NULL
+
 -- name: ResolveAlert
 UPDATE alerts SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL
 
