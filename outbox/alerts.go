@@ -95,4 +95,14 @@ type AlertStore interface {
 	// the form except (AlertsForm: an alert that died must not alert about itself).
 	// Dead deliveries are in the status index, so this reads that small set.
 	DeadDeliveryGroups(ctx context.Context, except string) ([]DeadGroup, error)
+	// FeedbackCounts counts the post-send reports received since since (an index on
+	// their receipt time serves it).
+	FeedbackCounts(ctx context.Context, since time.Time) (FeedbackCounts, error)
+}
+
+// FeedbackCounts is what the feedback_rate alert reads: reports by kind, and the
+// submissions whose e-mail bounced or drew a complaint.
+type FeedbackCounts struct {
+	Delivered, Bounced, Complained int
+	Submissions                    int
 }

@@ -20,6 +20,7 @@ var (
 	qListOpenAlerts        = queries.Must("ListOpenAlerts")
 	qListResolvedAlerts    = queries.Must("ListResolvedAlerts")
 	qDeadDeliveryGroups    = queries.Must("DeadDeliveryGroups")
+	qFeedbackCounts        = queries.Must("FeedbackCounts")
 
 	_ outbox.AlertStore = (*Store)(nil)
 )
@@ -110,4 +111,13 @@ func (s *Store) DeadDeliveryGroups(ctx context.Context, except string) ([]outbox
 		return nil, fmt.Errorf("dead delivery groups: %w", err)
 	}
 	return out, nil
+}
+
+// FeedbackCounts implements outbox.AlertStore.
+func (s *Store) FeedbackCounts(ctx context.Context, since time.Time) (outbox.FeedbackCounts, error) {
+	var c outbox.FeedbackCounts
+	if err := s.pool.QueryRow(ctx, qFeedbackCounts, since).Scan(&c.Delivered, &c.Bounced, &c.Complained, &c.Submissions); err != nil {
+		return c, fmt.Errorf("feedback counts: %w", err)
+	}
+	return c, nil
 }

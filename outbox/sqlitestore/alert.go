@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -20,6 +21,7 @@ var (
 	qListOpenAlerts        = queries.Must("ListOpenAlerts")
 	qListResolvedAlerts    = queries.Must("ListResolvedAlerts")
 	qDeadDeliveryGroups    = queries.Must("DeadDeliveryGroups")
+	qFeedbackCounts        = queries.Must("FeedbackCounts")
 
 	_ outbox.AlertStore = (*Store)(nil)
 )
@@ -125,4 +127,13 @@ func (s *Store) DeadDeliveryGroups(ctx context.Context, except string) ([]outbox
 		return nil, fmt.Errorf("dead delivery groups: %w", err)
 	}
 	return out, nil
+}
+
+// FeedbackCounts implements outbox.AlertStore.
+func (s *Store) FeedbackCounts(ctx context.Context, since time.Time) (outbox.FeedbackCounts, error) {
+	var c outbox.FeedbackCounts
+	if err := s.r.QueryRowContext(ctx, qFeedbackCounts, micros(since)).Scan(&c.Delivered, &c.Bounced, &c.Complained, &c.Submissions); err != nil {
+		return c, fmt.Errorf("feedback counts: %w", err)
+	}
+	return c, nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -234,5 +235,31 @@ var _ = register("DeadDeliveryGroupsCountSubmissionsPerRouteExceptAlerts", func(
 	}
 	if got, err := s.DeadDeliveryGroups(testCtx(t), outbox.AlertsForm); err != nil || len(got) != 0 {
 		t.Errorf("dead groups after retrying both = %+v (%v), want none", got, err)
+	}
+})
+
+var _ = register("FeedbackCountsSinceByKind", func(t *testing.T, s outbox.Store) {
+	var msgs []string
+	for _, to := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+		_, msg := sentDelivery(t, s, to)
+		msgs = append(msgs, msg)
+	}
+	for i, f := range []outbox.Feedback{
+		{Kind: outbox.FeedbackDelivered, ReceivedAt: t0.Add(-2 * time.Hour)}, // before the window
+		{Kind: outbox.FeedbackDelivered, ReceivedAt: t0.Add(minutes(1))},
+		{Kind: outbox.FeedbackBounced, BounceType: outbox.BounceHard, ReceivedAt: t0.Add(minutes(2))},
+		{Kind: outbox.FeedbackComplained, ReceivedAt: t0.Add(minutes(3))},
+	} {
+		f.Source, f.ReceiptID, f.ProviderMessageID, f.OccurredAt = "ses", fmt.Sprint("r", i), msgs[max(i-1, 0)], f.ReceivedAt
+		if _, err := s.RecordFeedback(testCtx(t), f); err != nil {
+			t.Fatalf("record feedback %d: %v", i, err)
+		}
+	}
+	got, err := s.FeedbackCounts(testCtx(t), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (outbox.FeedbackCounts{Delivered: 1, Bounced: 1, Complained: 1, Submissions: 2}); got != want {
+		t.Errorf("feedback counts = %+v, want %+v", got, want)
 	}
 })

@@ -42,3 +42,12 @@ SELECT s.form, d.route, d.channel, COUNT(DISTINCT d.submission_id), MIN(d.update
 	FROM deliveries d JOIN submissions s ON s.id = d.submission_id
 	WHERE d.status = 'dead' AND s.form <> $1
 	GROUP BY s.form, d.route, d.channel ORDER BY s.form, d.route, d.channel
+
+-- name: FeedbackCounts
+-- The reports received since $1 by kind, through delivery_feedback_received, and the
+-- submissions whose e-mail bounced or drew a complaint.
+SELECT COUNT(*) FILTER (WHERE f.kind = 'delivered'), COUNT(*) FILTER (WHERE f.kind = 'bounced'),
+		COUNT(*) FILTER (WHERE f.kind = 'complained'),
+		COUNT(DISTINCT d.submission_id) FILTER (WHERE f.kind <> 'delivered')
+	FROM delivery_feedback f JOIN deliveries d ON d.id = f.delivery_id
+	WHERE f.received_at >= $1

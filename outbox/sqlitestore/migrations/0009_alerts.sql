@@ -20,3 +20,8 @@ CREATE TABLE alerts (
 
 CREATE UNIQUE INDEX alerts_open ON alerts (kind, key) WHERE resolved_at IS NULL;
 CREATE INDEX alerts_resolved ON alerts (resolved_at) WHERE resolved_at IS NOT NULL;
+
+-- The feedback_rate alert counts the reports received in a window (queries/alert.sql,
+-- FeedbackCounts); feedback rows are written once each, after the send, never on a hot
+-- path.
+CREATE INDEX delivery_feedback_received ON delivery_feedback (received_at);
