@@ -42,16 +42,19 @@ func (a *App) alertSources() []outbox.AlertSource {
 	}
 }
 
-// noteRouteChannels records the channels a form's routes use, so Start can warn about a
-// channel whose failures no alert target is independent of.
-func (a *App) noteRouteChannels(routes []intake.Route) {
+// noteChannels records the channels a form sends through (its routes, its autoreply),
+// so Start can warn about a channel whose failures no alert target is independent of.
+func (a *App) noteChannels(c *intake.Config) {
 	a.alerts.mu.Lock()
 	defer a.alerts.mu.Unlock()
 	if a.alerts.channels == nil {
 		a.alerts.channels = map[outbox.Channel]bool{}
 	}
-	for _, r := range routes {
+	for _, r := range c.Routes {
 		a.alerts.channels[r.Channel] = true
+	}
+	if c.Autoreply != nil {
+		a.alerts.channels[outbox.ChannelAutoreply] = true
 	}
 }
 
@@ -150,7 +153,7 @@ func (a *App) stopAlerts() {
 
 func (a *App) warnUncovered() {
 	a.alerts.mu.Lock()
-	used := []outbox.Channel{outbox.ChannelEmail}
+	var used []outbox.Channel
 	for ch := range a.alerts.channels {
 		used = append(used, ch)
 	}

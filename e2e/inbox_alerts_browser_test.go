@@ -44,6 +44,7 @@ http://127.0.0.1:{{HTTP}} {
 		notify webhook {{HOOK}} {
 			secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 		}
+		notify email sales@example.com
 	}
 	respond "static site"
 }
@@ -63,6 +64,11 @@ func TestInboxAlertsBannerInBrowser(t *testing.T) {
 	p := newCaddy(t, caddyOpts{Caddyfile: strings.NewReplacer("{{HOOK}}", hook.srv.URL,
 		"{{HASH}}", strings.TrimSpace(string(hash))).Replace(inboxAlertsCaddyfile)})
 	waitUp(t, p)
+	// The only target is e-mail, and the form sends e-mail too: an alert about e-mail
+	// failures would reach nobody, and the log says so at start.
+	if log := p.Log(); !strings.Contains(log, "no alert target is independent of this channel") || !strings.Contains(log, `"channel":"email"`) {
+		t.Errorf("no load-time warning about e-mail alerts without an independent target:\n%s", log)
+	}
 	postLead(t, p, "the first lead")
 	postLead(t, p, "the second lead")
 	if err := waitFor(20*time.Second, func() bool {
