@@ -132,7 +132,9 @@ func (a *App) startAlerts() {
 		InboxURL: a.InboxURL,
 		Interval: time.Duration(ac.Interval),
 		Renotify: time.Duration(ac.Renotify),
-		OnNotice: a.worker.Wake,
+		// A notice is due now: this worker, and on PostgreSQL the others (an instance with
+		// `worker off` evaluates too), look for it at once.
+		OnNotice: func() { a.worker.Broadcast(context.Background()) },
 		OnPass:   a.alertPass,
 		Logger:   a.logger.Named("alerts"),
 	})

@@ -129,7 +129,7 @@ func TestAlertDeadDeliveryTwoInstancesOnPostgres(t *testing.T) {
 	}
 	first := slackfake.Unescape(sl.Messages()[0].Text)
 	for _, want := range []string{"Alert: route webhook of form contact (webhook) gave up on 1 submission", "Leads affected: 1",
-		"Form: contact", "Inbox: https://example.com/inbox/"} {
+		"Form: contact", "Inbox: https://example.com/inbox/submissions?delivery=dead&form=contact"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the alert says no %q:\n%s", want, first)
 		}

@@ -105,7 +105,7 @@ func TestOpenStillOncePerWindowThenResolved(t *testing.T) {
 		if d.Channel == outbox.ChannelEmail {
 			p := payloadOf(t, d)
 			if p.To != "owner@example.com" || !strings.Contains(p.Subject, "Alert: route hook of form contact gave up on 2 submissions") ||
-				!strings.Contains(p.Text, "Leads affected: 2") || !strings.Contains(p.Text, "Inbox: https://example.com/inbox/") {
+				!strings.Contains(p.Text, "Leads affected: 2") || !strings.Contains(p.Text, "Inbox: https://example.com/inbox/submissions?delivery=dead&form=contact") {
 				t.Errorf("email notice = %+v", p)
 			}
 		}

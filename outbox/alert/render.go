@@ -3,6 +3,7 @@ package alert
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func describe(notice string, a outbox.Alert, now time.Time, inboxURL string) mes
 		m.Lines = append(m.Lines, "Resolved at: "+now.UTC().Format(time.RFC3339))
 	}
 	if inboxURL != "" {
-		m.Lines = append(m.Lines, "Inbox: "+strings.TrimRight(inboxURL, "/")+"/")
+		m.Lines = append(m.Lines, "Inbox: "+inboxLink(inboxURL, a))
 	}
 	return m
 }
@@ -118,4 +119,14 @@ type slackMessage struct {
 	Text        string `json:"text"`
 	UnfurlLinks bool   `json:"unfurl_links"`
 	UnfurlMedia bool   `json:"unfurl_media"`
+}
+
+// inboxLink is where the inbox shows what the alert is about: the form's dead deliveries
+// for delivery_dead, the overview otherwise.
+func inboxLink(inboxURL string, a outbox.Alert) string {
+	base := strings.TrimRight(inboxURL, "/")
+	if a.Kind == outbox.AlertDeliveryDead && a.Form != "" {
+		return base + "/submissions?delivery=dead&form=" + url.QueryEscape(a.Form)
+	}
+	return base + "/"
 }
