@@ -233,3 +233,39 @@ func countOf(t *testing.T, db *sql.DB, q string) int {
 	}
 	return n
 }
+
+// TestDeadAlertNoticeDoesNotAlertAboutItself: the owner's only target refuses every
+// notice; the notice goes dead, is logged and counted, and raises no alert of its own,
+// while the alert it carried still resolves once its cause is handled.
+func TestDeadAlertNoticeDoesNotAlertAboutItself(t *testing.T) {
+	t.Parallel()
+	hook := newFailingHook(t)
+	sl := slackfake.New()
+	t.Cleanup(sl.Close)
+	sl.SetDefault(slackfake.NoService()) // 404: permanent, dead after one attempt
+	p := newCaddy(t, caddyOpts{Caddyfile: alertsConfig("storage sqlite {{DIR}}/forms.db", "notify slack "+sl.URL(), hook.srv.URL+"/hook")})
+	db := openSQLite(t, filepath.Join(p.dir, "forms.db"))
+
+	postLead(t, p, "a lead whose alert cannot be told")
+	p.waitMetric(t, 1, "form_outbox_alert_notices_dead_total", "channel", "slack")
+	if log := p.Log(); !strings.Contains(log, "an alert notice is dead") {
+		t.Errorf("no error logged for the dead notice:\n%s", log)
+	}
+	var deadID string
+	if err := db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
+		WHERE s.form = 'contact' AND d.status = 'dead'`).Scan(&deadID); err != nil {
+		t.Fatalf("the dead delivery: %v", err)
+	}
+	hook.healed.Store(true)
+	p.adminJSON(t, http.MethodPost, "/form_outbox/deliveries/"+deadID+"/retry", http.StatusOK, nil)
+	// Resolving takes a pass after the notice died; a pass that saw the dead notice as a
+	// condition would have opened a second alert by then.
+	if err := waitFor(30*time.Second, func() bool {
+		return countOf(t, db, `SELECT count(*) FROM alerts WHERE resolved_at IS NOT NULL`) == 1
+	}); err != nil {
+		t.Fatalf("the alert did not resolve: %v\n%s", err, p.Log())
+	}
+	if n := countOf(t, db, `SELECT count(*) FROM alerts`); n != 1 {
+		t.Errorf("%d alerts, want only the contact/webhook one", n)
+	}
+}
