@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 	"github.com/formoutbox/caddy-form-outbox/providers/slackfake"
@@ -112,16 +110,7 @@ func TestAlertDeadDeliveryTwoInstancesOnPostgres(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	connCfg, err := pgx.ParseConfig(pc.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	connCfg.RuntimeParams["search_path"] = pc.Schema
-	conn, err := pgx.ConnectConfig(ctx, connCfg)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(context.Background())
+	conn := drillConn(t, ctx, pc.DSN, pc.Schema)
 
 	postLead(t, a, "a lead for the alerts test")
 	if err := waitFor(30*time.Second, func() bool { return len(sl.Messages()) >= 1 }); err != nil {
@@ -205,11 +194,7 @@ func TestAlertDeadDeliveryOnSQLite(t *testing.T) {
 		t.Fatalf("the e-mail notice was not sent: %v\n%s", err, p.Log())
 	}
 	p.waitMetric(t, 1, "form_outbox_alerts_open", "kind", "delivery_dead")
-	var deadID string
-	if err := db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
-		WHERE s.form = 'contact' AND d.status = 'dead'`).Scan(&deadID); err != nil {
-		t.Fatalf("the dead delivery: %v", err)
-	}
+	deadID := deadContactDelivery(t, db)
 	hook.healed.Store(true)
 	p.adminJSON(t, http.MethodPost, "/form_outbox/deliveries/"+deadID+"/retry", http.StatusOK, nil)
 	if err := waitFor(30*time.Second, func() bool { return len(tg.Messages()) >= 2 }); err != nil {
@@ -222,6 +207,17 @@ func TestAlertDeadDeliveryOnSQLite(t *testing.T) {
 	if n := countOf(t, db, `SELECT count(*) FROM alerts WHERE resolved_at IS NOT NULL`); n != 1 || len(tg.Messages()) != 2 {
 		t.Errorf("%d resolved alerts, %d telegram messages; want 1 and 2", n, len(tg.Messages()))
 	}
+}
+
+// deadContactDelivery is the id of the contact form's one dead delivery.
+func deadContactDelivery(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var id string
+	if err := db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
+		WHERE s.form = 'contact' AND d.status = 'dead'`).Scan(&id); err != nil {
+		t.Fatalf("the dead delivery: %v", err)
+	}
+	return id
 }
 
 // countOf runs a count query.
@@ -251,11 +247,7 @@ func TestDeadAlertNoticeDoesNotAlertAboutItself(t *testing.T) {
 	if log := p.Log(); !strings.Contains(log, "an alert notice is dead") {
 		t.Errorf("no error logged for the dead notice:\n%s", log)
 	}
-	var deadID string
-	if err := db.QueryRow(`SELECT d.id FROM deliveries d JOIN submissions s ON s.id = d.submission_id
-		WHERE s.form = 'contact' AND d.status = 'dead'`).Scan(&deadID); err != nil {
-		t.Fatalf("the dead delivery: %v", err)
-	}
+	deadID := deadContactDelivery(t, db)
 	hook.healed.Store(true)
 	p.adminJSON(t, http.MethodPost, "/form_outbox/deliveries/"+deadID+"/retry", http.StatusOK, nil)
 	// Resolving takes a pass after the notice died; a pass that saw the dead notice as a
