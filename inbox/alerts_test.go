@@ -42,3 +42,28 @@ func TestOpenAlertsShowAsABanner(t *testing.T) {
 		}
 	}
 }
+
+// The unfiltered list is of leads: alert notices (form _alerts) are left out, and listed
+// when their form is chosen.
+func TestAlertNoticesLeftOutOfTheUnfilteredList(t *testing.T) {
+	f := newFixture(t)
+	lead, _ := f.accept("contact")
+	a := outbox.Alert{ID: uuid.Must(uuid.NewV7()), Kind: outbox.AlertDeliveryDead, Key: "contact/webhook", Summary: "dead", OpenedAt: now}
+	notice := &outbox.Submission{ID: uuid.Must(uuid.NewV7()), CreatedAt: now, Data: outbox.Fields{{Name: "kind", Value: a.Kind}}}
+	p := outbox.Payload{To: "owner@example.com", Subject: "Alert", Text: "dead"}
+	del := outbox.Delivery{ID: uuid.Must(uuid.NewV7()), Route: "alert-email", Channel: outbox.ChannelEmail,
+		Recipient: "owner@example.com", MaxAttempts: 8, Payload: p.AppendJSON(nil)}
+	n := outbox.AlertNotice{Notice: outbox.AlertOpened, Alert: a, Now: now, Submission: notice, Deliveries: []outbox.Delivery{del}}
+	if ok, err := f.store.RecordAlert(context.Background(), n); !ok || err != nil {
+		t.Fatalf("record alert: %v %v", ok, err)
+	}
+	body := f.do(http.MethodGet, "/inbox/submissions", nil, nil).Body.String()
+	if !strings.Contains(body, lead.ID.String()) || strings.Contains(body, notice.ID.String()) || !strings.Contains(body, "Alert notices") {
+		t.Errorf("unfiltered list: lead shown %v, notice shown %v, note shown %v", strings.Contains(body, lead.ID.String()),
+			strings.Contains(body, notice.ID.String()), strings.Contains(body, "Alert notices"))
+	}
+	body = f.do(http.MethodGet, "/inbox/submissions?form=_alerts", nil, nil).Body.String()
+	if !strings.Contains(body, notice.ID.String()) || strings.Contains(body, lead.ID.String()) {
+		t.Errorf("the _alerts form's list does not show just the notice")
+	}
+}

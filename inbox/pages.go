@@ -241,6 +241,8 @@ func (h *Handler) list(rq *request) {
 		NextURL  string
 		Problem  string
 		Statuses []string
+		// NoticesHidden: the alert notices are left out of this unfiltered list.
+		NoticesHidden bool
 	}{L: rq.layout("list"), F: f, Statuses: []string{"accepted", "spam", "quarantined"}}
 	ctx, cancel := rq.ctx()
 	defer cancel()
@@ -259,6 +261,17 @@ func (h *Handler) list(rq *request) {
 		data.Problem = ferr.Error()
 		rq.render(http.StatusBadRequest, "list", data)
 		return
+	}
+	// Alert notices (form outbox.AlertsForm, docs/design.md "Alerts") are not leads: the
+	// unfiltered list of every form leaves them out; choosing their form, a delivery
+	// state (a dead notice shows under "Dead"), a status or a search lists them.
+	if !f.Active() && len(h.cfg.Forms) == 0 && slices.Contains(data.Forms, outbox.AlertsForm) {
+		sf.Forms = slices.DeleteFunc(slices.Clone(data.Forms), func(s string) bool { return s == outbox.AlertsForm })
+		data.NoticesHidden = true
+		if len(sf.Forms) == 0 {
+			rq.render(http.StatusOK, "list", data)
+			return
+		}
 	}
 	items, next, err := h.cfg.Store.SearchSubmissions(ctx, sf)
 	if err != nil {
