@@ -25,7 +25,7 @@ type alertState struct {
 	targets   []alert.Target
 	channels  map[outbox.Channel]bool
 	evaluator *alert.Evaluator
-	open      []outbox.Alert // after the last pass, for the inbox banner without a query
+	open      []outbox.Alert // after the last pass: the metric, read at scrape time
 }
 
 // alertSources lists every source the evaluator polls (Start builds it, after every
@@ -170,7 +170,7 @@ func (a *App) warnUncovered() {
 	}
 }
 
-// alertPass keeps what the last pass left open, for the inbox banner and the metric.
+// alertPass keeps what the last pass left open, for the metric.
 func (a *App) alertPass(p alert.Pass) {
 	a.alerts.mu.Lock()
 	a.alerts.open = p.Open
