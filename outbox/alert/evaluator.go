@@ -42,7 +42,7 @@ type Config struct {
 	// worker).
 	OnNotice func()
 	// OnPass, when set, is called after every pass with what it did (the App keeps the
-	// open alerts for the inbox banner and the metrics).
+	// open alerts for the metric).
 	OnPass func(Pass)
 	Logger *zap.Logger
 }
@@ -52,7 +52,7 @@ type Pass struct {
 	Opened, Still, Resolved int
 	// Refreshed counts open alerts whose summary or count changed without a notice due.
 	Refreshed int
-	// Open is the alerts open after the pass, for the metrics and the inbox.
+	// Open is the alerts open after the pass (the metric reads it).
 	Open []outbox.Alert
 	// listed: Open was read (the store answered).
 	listed bool
