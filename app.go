@@ -59,6 +59,7 @@ type App struct {
 
 	opsState             // metrics, events, retention (app_ops.go)
 	digests  digestState // digest routes and their closer (app_digest.go)
+	alerts   alertState  // owner alerts: targets, sources, evaluator (app_alerts.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -144,6 +145,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionSpool(); err != nil {
 		return err
 	}
+	if err := a.provisionAlerts(); err != nil {
+		return err
+	}
 	a.acceptor = &outbox.Acceptor{
 		Store:      store,
 		WriteAhead: a.spoolMode == caddyconf.SpoolAlways,
@@ -165,7 +169,7 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 		Sender:        sender,
 		Logger:        a.logger.Named("worker"),
 		Notifications: true,
-		OnDead:        a.observer().Dead,
+		OnDead:        a.onDead,
 		OnAttempt:     a.observer().Attempt,
 	}
 	if w := a.Worker; w != nil {
@@ -209,6 +213,7 @@ func (a *App) Start() error {
 	}
 	a.startDigests()
 	a.startOps()
+	a.startAlerts()
 	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
 	return nil
 }
@@ -217,6 +222,7 @@ func (a *App) Start() error {
 // reload the new App already shares it, and Cleanup releases this App's reference.
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
+		a.stopAlerts()
 		a.stopDigests()
 		a.stopOps()
 		a.stopSpool()

@@ -69,6 +69,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.app.registerDigests(h.DigestRoutes()); err != nil {
 		return err
 	}
+	h.app.noteChannels(&h.Config)
 	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
 		return err
 	}

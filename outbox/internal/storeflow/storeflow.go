@@ -33,6 +33,8 @@ type Driver interface {
 // dialect needs it (PostgreSQL's FOR UPDATE; SQLite's single writer serializes
 // everything).
 type Tx interface {
+	AlertTx
+
 	// FeedbackDeliveryByID is the email or autoreply delivery with this id.
 	FeedbackDeliveryByID(ctx context.Context, id uuid.UUID) (outbox.Delivery, error)
 	// FeedbackDeliveryByMessageID is an email or autoreply delivery with this provider
