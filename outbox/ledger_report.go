@@ -1,0 +1,243 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// LedgerParked is the status of a delivery waiting on a parked destination
+// (docs/operations.md, "Parked destinations"). The ledger counts it by its stored name,
+// so it needs no more than the string.
+const LedgerParked DeliveryStatus = "parked"
+
+// Ledger mismatch kinds (LedgerDay.Mismatches).
+const (
+	// MismatchNotStored: more posts were answered success than the day's rows, the
+	// spool and erasures account for.
+	MismatchNotStored = "answered_not_stored"
+	// MismatchUndelivered: an accepted submission of a form whose every accepted post
+	// must get a delivery has none.
+	MismatchUndelivered = "accepted_without_delivery"
+)
+
+// LedgerGrace is how long after its UTC midnight a day counts as closed: long enough for
+// the last answers of the day to be flushed (DefaultLedgerFlush) and its spool to be
+// replayed when the store answers.
+const LedgerGrace = 15 * time.Minute
+
+// LedgerDeliveries counts deliveries by the ledger's columns. Pending holds pending,
+// failed (retry scheduled) and sending ones.
+type LedgerDeliveries struct {
+	Sent, Pending, Parked, Dead, Skipped int64
+}
+
+func (d *LedgerDeliveries) add(status DeliveryStatus, n int64) {
+	switch status {
+	case DeliverySent:
+		d.Sent += n
+	case DeliveryPending, DeliveryFailed, DeliverySending:
+		d.Pending += n
+	case LedgerParked:
+		d.Parked += n
+	case DeliveryDead:
+		d.Dead += n
+	case DeliverySkipped:
+		d.Skipped += n
+	}
+}
+
+// LedgerRoute is one route's deliveries on a ledger day.
+type LedgerRoute struct {
+	Route string
+	LedgerDeliveries
+}
+
+// LedgerDay is one form's line of the ledger for one UTC day.
+type LedgerDay struct {
+	Day  time.Time
+	Form string
+	// Closed: the day ended more than LedgerGrace ago; only then is MismatchNotStored
+	// looked for.
+	Closed bool
+	// Checked: the day is within the retention horizon, so missing rows mean a loss.
+	Checked bool
+	LedgerCount
+	Accepted, Spam, Quarantined int64
+	Erased                      int64
+	// Undelivered counts accepted submissions without a delivery (LedgerRows), reported
+	// as a mismatch only for the forms LedgerQuery.Checked names.
+	Undelivered int64
+	// Unaccounted is how many answered posts the rows, the spool and erasures do not
+	// account for (0 unless MismatchNotStored).
+	Unaccounted int64
+	LedgerDeliveries
+	Routes     []LedgerRoute
+	Mismatches []string
+}
+
+// Stored is the day's stored submissions of every status.
+func (d LedgerDay) Stored() int64 { return d.Accepted + d.Spam + d.Quarantined }
+
+// LedgerQuery says which days to build and what the caller knows of the forms.
+type LedgerQuery struct {
+	// Days is how many UTC days, ending with today's (Now's), to build. Default 7.
+	Days int
+	Now  time.Time
+	// Forms, when not empty, limits the ledger to these forms.
+	Forms []string
+	// Checked reports whether every accepted post of form must get a delivery: the form
+	// has a route that plans one for any post (not store_only, not only digests, not only
+	// guarded routes beside a digest). Nil: no form is checked.
+	Checked func(form string) bool
+	// Horizon is the retention (0: none): rows of days older than it may have been pruned
+	// on purpose, so those days are shown but never flagged.
+	Horizon time.Duration
+}
+
+// Ledger is the ledger of a range of days, oldest day first, then by form.
+type Ledger struct {
+	From, Until time.Time
+	Days        []LedgerDay
+}
+
+// Mismatched returns the lines with a mismatch.
+func (l Ledger) Mismatched() []LedgerDay {
+	var out []LedgerDay
+	for _, d := range l.Days {
+		if len(d.Mismatches) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// BuildLedger reads the counters, then the rows, and puts them side by side. The order
+// matters: a post's answer is counted after its row committed, so counters read before
+// the rows never count a post whose row the read misses, and a flush in between cannot
+// make a day look short.
+func BuildLedger(ctx context.Context, store LedgerStore, q LedgerQuery) (Ledger, error) {
+	if q.Days <= 0 {
+		q.Days = 7
+	}
+	until := UTCDay(q.Now).Add(24 * time.Hour)
+	from := until.Add(-time.Duration(q.Days) * 24 * time.Hour)
+	counts, err := store.LedgerCounts(ctx, from, until)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	rows, err := store.LedgerRows(ctx, from, until)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	return assembleLedger(from, until, counts, rows, q), nil
+}
+
+func assembleLedger(from, until time.Time, counts []LedgerCount, rows LedgerRows, q LedgerQuery) Ledger {
+	want := map[string]bool{}
+	for _, f := range q.Forms {
+		want[f] = true
+	}
+	lines := map[ledgerKey]*LedgerDay{}
+	routes := map[ledgerKey]map[string]*LedgerRoute{}
+	line := func(day time.Time, form string) *LedgerDay {
+		if len(want) > 0 && !want[form] || day.Before(from) || !day.Before(until) {
+			return nil
+		}
+		k := ledgerKey{day: day.UTC(), form: form}
+		if lines[k] == nil {
+			lines[k] = &LedgerDay{Day: k.day, Form: form}
+			lines[k].LedgerCount = LedgerCount{Day: k.day, Form: form}
+		}
+		return lines[k]
+	}
+	for _, c := range counts {
+		if l := line(c.Day, c.Form); l != nil {
+			l.Answered += c.Answered
+			l.Spooled += c.Spooled
+			l.Replayed += c.Replayed
+		}
+	}
+	for _, s := range rows.Submissions {
+		l := line(s.Day, s.Form)
+		if l == nil {
+			continue
+		}
+		switch s.Status {
+		case SubmissionAccepted:
+			l.Accepted += s.Count
+		case SubmissionSpam:
+			l.Spam += s.Count
+		case SubmissionQuarantined:
+			l.Quarantined += s.Count
+		}
+	}
+	for _, d := range rows.Deliveries {
+		l := line(d.Day, d.Form)
+		if l == nil {
+			continue
+		}
+		l.add(d.Status, d.Count)
+		k := ledgerKey{day: l.Day, form: l.Form}
+		if routes[k] == nil {
+			routes[k] = map[string]*LedgerRoute{}
+		}
+		r := routes[k][d.Route]
+		if r == nil {
+			r = &LedgerRoute{Route: d.Route}
+			routes[k][d.Route] = r
+		}
+		r.add(d.Status, d.Count)
+	}
+	for _, u := range rows.Undelivered {
+		if l := line(u.Day, u.Form); l != nil {
+			l.Undelivered += u.Count
+		}
+	}
+	for _, e := range rows.Erased {
+		if l := line(e.Day, e.Form); l != nil {
+			l.Erased += e.Count
+		}
+	}
+
+	out := Ledger{From: from, Until: until}
+	for k, l := range lines {
+		for _, r := range routes[k] {
+			l.Routes = append(l.Routes, *r)
+		}
+		sort.Slice(l.Routes, func(i, j int) bool { return l.Routes[i].Route < l.Routes[j].Route })
+		judge(l, q)
+		out.Days = append(out.Days, *l)
+	}
+	sort.Slice(out.Days, func(i, j int) bool {
+		a, b := out.Days[i], out.Days[j]
+		if !a.Day.Equal(b.Day) {
+			return a.Day.Before(b.Day)
+		}
+		return a.Form < b.Form
+	})
+	return out
+}
+
+// judge flags the line's mismatches. Answered posts are accounted for by the rows, by
+// the spool (spooled and not yet replayed) and by erasures: answered <= stored +
+// spooled - replayed + erased holds whatever the counters lost (LedgerCounter), since a
+// lost count lowers answered with its spooled part, and replayed only counts rows that
+// are among the stored ones.
+func judge(l *LedgerDay, q LedgerQuery) {
+	l.Closed = !q.Now.Before(l.Day.Add(24*time.Hour + LedgerGrace))
+	l.Checked = q.Horizon <= 0 || !l.Day.Before(q.Now.Add(-q.Horizon))
+	if !l.Checked {
+		return
+	}
+	if l.Closed {
+		if short := l.Answered - (l.Stored() + l.Spooled - l.Replayed + l.Erased); short > 0 {
+			l.Unaccounted = short
+			l.Mismatches = append(l.Mismatches, MismatchNotStored)
+		}
+	}
+	if l.Undelivered > 0 && q.Checked != nil && q.Checked(l.Form) {
+		l.Mismatches = append(l.Mismatches, MismatchUndelivered)
+	}
+}

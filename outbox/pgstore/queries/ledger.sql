@@ -1,0 +1,45 @@
+-- The lead ledger (ledger.go; migration 0012). Days are UTC: a submission's day is the
+-- whole number of days since the epoch of its created_at.
+
+-- name: RecordLedger
+-- Cumulative counts: keep the greatest, so a repeated flush adds nothing.
+INSERT INTO ledger_counts (day, form, instance, answered, spooled, replayed, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)
+	ON CONFLICT (day, form, instance) DO UPDATE SET
+		answered = GREATEST(ledger_counts.answered, excluded.answered),
+		spooled = GREATEST(ledger_counts.spooled, excluded.spooled),
+		replayed = GREATEST(ledger_counts.replayed, excluded.replayed),
+		updated_at = excluded.updated_at
+
+-- name: LedgerCounts
+SELECT day, form, sum(answered)::bigint, sum(spooled)::bigint, sum(replayed)::bigint
+	FROM ledger_counts WHERE day >= $1 AND day < $2
+	GROUP BY day, form
+
+-- name: LedgerSubmissions
+-- The range of submissions_created_at.
+SELECT floor(extract(epoch FROM created_at) / 86400)::bigint, form, status, count(*)
+	FROM submissions WHERE created_at >= $1 AND created_at < $2 AND NOT test
+	GROUP BY 1, 2, 3
+
+-- name: LedgerDeliveries
+-- The same range, each submission's deliveries through their unique index's
+-- (submission_id, ...) prefix.
+SELECT floor(extract(epoch FROM s.created_at) / 86400)::bigint, s.form, d.route, d.status, count(*)
+	FROM submissions s JOIN deliveries d ON d.submission_id = s.id
+	WHERE s.created_at >= $1 AND s.created_at < $2 AND NOT s.test
+	GROUP BY 1, 2, 3, 4
+
+-- name: LedgerUndelivered
+-- Accepted submissions that were routed (not no_route_matched) and have no delivery but
+-- autoreplies.
+SELECT floor(extract(epoch FROM s.created_at) / 86400)::bigint, s.form, count(*)
+	FROM submissions s
+	WHERE s.created_at >= $1 AND s.created_at < $2 AND NOT s.test
+		AND s.status = 'accepted' AND s.reason <> 'no_route_matched'
+		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.submission_id = s.id AND d.channel <> 'autoreply')
+	GROUP BY 1, 2
+
+-- name: LedgerErased
+-- Erasures since from: the events_kind index; erasures are few.
+SELECT submission_id, data, at FROM events WHERE kind = 'submission.erased' AND at >= $1
