@@ -70,15 +70,13 @@ func LedgerConditions(l Ledger) []AlertCondition {
 	var out []AlertCondition
 	for _, d := range l.Mismatched() {
 		day := d.Day.Format(time.DateOnly)
-		var what []string
+		what := DescribeMismatches(d.Mismatches, d.Unaccounted, d.Undelivered)
 		var affected int64
 		for _, m := range d.Mismatches {
 			switch m {
 			case MismatchNotStored:
-				what = append(what, fmt.Sprintf("%d answered posts not stored", d.Unaccounted))
 				affected += d.Unaccounted
 			case MismatchUndelivered:
-				what = append(what, fmt.Sprintf("%d accepted submissions without a delivery", d.Undelivered))
 				affected += d.Undelivered
 			}
 		}

@@ -241,3 +241,20 @@ func judge(l *LedgerDay, q LedgerQuery) {
 		l.Mismatches = append(l.Mismatches, MismatchUndelivered)
 	}
 }
+
+// DescribeMismatches says a line's mismatches in words, one phrase each, for the CLI,
+// the inbox and alert texts alike (counts only, never visitor data).
+func DescribeMismatches(mismatches []string, unaccounted, undelivered int64) []string {
+	var out []string
+	for _, m := range mismatches {
+		switch m {
+		case MismatchNotStored:
+			out = append(out, fmt.Sprintf("%d answered posts not stored", unaccounted))
+		case MismatchUndelivered:
+			out = append(out, fmt.Sprintf("%d accepted submissions without a delivery", undelivered))
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -104,16 +104,5 @@ func ledgerCheck(d adminapi.LedgerDay) string {
 	if len(d.Mismatches) == 0 {
 		return "ok"
 	}
-	var what []string
-	for _, m := range d.Mismatches {
-		switch m {
-		case outbox.MismatchNotStored:
-			what = append(what, fmt.Sprintf("%d answered not stored", d.Unaccounted))
-		case outbox.MismatchUndelivered:
-			what = append(what, fmt.Sprintf("%d accepted without delivery", d.Undelivered))
-		default:
-			what = append(what, m)
-		}
-	}
-	return "MISMATCH: " + strings.Join(what, ", ")
+	return "MISMATCH: " + strings.Join(outbox.DescribeMismatches(d.Mismatches, d.Unaccounted, d.Undelivered), ", ")
 }
