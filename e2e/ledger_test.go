@@ -157,7 +157,7 @@ func TestLedgerEqualsTheRows(t *testing.T) {
 				t.Fatalf("after a deleted delivery the ledger shows %+v, want leads flagged with 1 undelivered", l)
 			}
 			out = p.cli(t, false, "ledger", "--days", "2", "--form", "leads")
-			if !strings.Contains(out, "MISMATCH: 1 accepted submissions without a delivery") {
+			if !strings.Contains(out, "MISMATCH: 1 accepted submission without a delivery") {
 				t.Errorf("caddy form-outbox ledger after the loss printed:\n%s", out)
 			}
 			if got := p.metric(t, "form_outbox_ledger_mismatches"); got != 1 {

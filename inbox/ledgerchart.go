@@ -32,8 +32,9 @@ type chartRect struct {
 
 // chartLabel is a day's label under the chart.
 type chartLabel struct {
-	X    int
-	Text string
+	X      int
+	Text   string
+	Anchor string // text-anchor: the first and last labels stay inside the chart
 }
 
 // ledgerChartDay is one day of a form: the chart's numbers and the table alternative's
@@ -123,8 +124,13 @@ func drawLedgerChart(id, form string, days []ledgerChartDay) ledgerChart {
 			c.Mismatches++
 			c.Rects = append(c.Rects, chartRect{X: x, Y: 0, W: chartBar, H: chartMark - 2, Class: "c-mismatch"})
 		}
-		if i == 0 || i == len(days)-1 || i == len(days)/2 {
-			c.Labels = append(c.Labels, chartLabel{X: i*chartCol + chartCol/2, Text: d.Day[5:]})
+		switch i {
+		case 0:
+			c.Labels = append(c.Labels, chartLabel{X: 0, Text: d.Day[5:], Anchor: "start"})
+		case len(days) / 2:
+			c.Labels = append(c.Labels, chartLabel{X: i*chartCol + chartCol/2, Text: d.Day[5:], Anchor: "middle"})
+		case len(days) - 1:
+			c.Labels = append(c.Labels, chartLabel{X: c.Width, Text: d.Day[5:], Anchor: "end"})
 		}
 	}
 	c.Baselines = []chartRect{{X: 0, Y: subsBase, W: c.Width, H: 1, Class: "c-axis"}, {X: 0, Y: delsBase, W: c.Width, H: 1, Class: "c-axis"}}

@@ -46,9 +46,9 @@ func TestOverviewChartsTheLedger(t *testing.T) {
 		`<rect class="c-mismatch"`,
 		`<p class="problems" role="alert">The ledger shows a mismatch on 1 form-day:`,
 		`<tr class="mismatch"><th scope="row">2031-05-05</th><td class="num">0</td><td class="num">1</td>`,
-		`<td>1 accepted submissions without a delivery</td>`,
+		`<td>1 accepted submission without a delivery</td>`,
 		`<th scope="row">2031-05-06</th><td class="num">0</td><td class="num">1</td><td class="num">1</td><td class="num">0</td><td class="num">0</td><td class="num">0</td><td class="num">0</td><td class="num">1</td><td>ok</td>`,
-		`<text class="c-label" x="10" y="`, `>04-23</text>`, `>05-06</text>`,
+		`<text class="c-label" x="0" y="`, `text-anchor="start">04-23</text>`, `>05-06</text>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("overview lacks %s", want)

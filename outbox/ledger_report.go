@@ -249,12 +249,19 @@ func DescribeMismatches(mismatches []string, unaccounted, undelivered int64) []s
 	for _, m := range mismatches {
 		switch m {
 		case MismatchNotStored:
-			out = append(out, fmt.Sprintf("%d answered posts not stored", unaccounted))
+			out = append(out, fmt.Sprintf("%d answered %s not stored", unaccounted, plural(unaccounted, "post", "posts")))
 		case MismatchUndelivered:
-			out = append(out, fmt.Sprintf("%d accepted submissions without a delivery", undelivered))
+			out = append(out, fmt.Sprintf("%d accepted %s without a delivery", undelivered, plural(undelivered, "submission", "submissions")))
 		default:
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -31,7 +31,7 @@ jobs     *      1         1        0         0         0     0            0     
 
 2026-11-30 (UTC, closed)
 FORM     ROUTE  ANSWERED  SPOOLED  REPLAYED  ACCEPTED  SPAM  QUARANTINED  ERASED  SENT  PENDING  PARKED  DEAD  CHECK
-contact  *      5         0        0         3         1     1            0       2     0        0       1     MISMATCH: 1 accepted submissions without a delivery
+contact  *      5         0        0         3         1     1            0       2     0        0       1     MISMATCH: 1 accepted submission without a delivery
 contact  team                                                                     2     0        0       1     
 
 mismatches: 1
