@@ -129,7 +129,18 @@ func (a *App) flushLedger() {
 // with this instance's counts flushed first so that its latest answers are in it.
 func (a *App) Ledger(ctx context.Context, forms []string, days int) (outbox.Ledger, error) {
 	a.flushLedger()
-	return outbox.BuildLedger(ctx, a.store, outbox.LedgerQuery{
-		Days: days, Now: time.Now(), Forms: forms, Checked: a.ledgerChecked, Horizon: time.Duration(a.Retention),
-	})
+	q := a.ledgerQuery()
+	q.Days, q.Forms = days, forms
+	return outbox.BuildLedger(ctx, a.store, q)
+}
+
+// ledgerLine is a digest's ledger line for form over [start, end) (outbox/digest).
+func (a *App) ledgerLine(ctx context.Context, form string, start, end time.Time) (string, error) {
+	a.flushLedger()
+	return outbox.LedgerPeriodSummary(ctx, a.store, a.ledgerQuery(), form, start, end)
+}
+
+// ledgerQuery is what the App knows for any ledger it builds.
+func (a *App) ledgerQuery() outbox.LedgerQuery {
+	return outbox.LedgerQuery{Now: time.Now(), Checked: a.ledgerChecked, Horizon: time.Duration(a.Retention)}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -85,6 +86,9 @@ type LedgerQuery struct {
 	// Days is how many UTC days, ending with today's (Now's), to build. Default 7.
 	Days int
 	Now  time.Time
+	// Until, when set, ends the range with the UTC day of the instant before it instead
+	// of today's (a digest's period); Now still judges which days are closed.
+	Until time.Time
 	// Forms, when not empty, limits the ledger to these forms.
 	Forms []string
 	// Checked reports whether every accepted post of form must get a delivery: the form
@@ -121,7 +125,11 @@ func BuildLedger(ctx context.Context, store LedgerStore, q LedgerQuery) (Ledger,
 	if q.Days <= 0 {
 		q.Days = 7
 	}
-	until := UTCDay(q.Now).Add(24 * time.Hour)
+	last := q.Now
+	if !q.Until.IsZero() {
+		last = q.Until.Add(-time.Nanosecond)
+	}
+	until := UTCDay(last).Add(24 * time.Hour)
 	from := until.Add(-time.Duration(q.Days) * 24 * time.Hour)
 	counts, err := store.LedgerCounts(ctx, from, until)
 	if err != nil {
@@ -264,4 +272,61 @@ func plural(n int64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Total sums form's lines (every form's when form is ""): the counts, and the
+// mismatches each line found.
+func (l Ledger) Total(form string) LedgerDay {
+	t := LedgerDay{Form: form}
+	seen := map[string]bool{}
+	for _, d := range l.Days {
+		if form != "" && d.Form != form {
+			continue
+		}
+		t.Answered += d.Answered
+		t.Spooled += d.Spooled
+		t.Replayed += d.Replayed
+		t.Accepted += d.Accepted
+		t.Spam += d.Spam
+		t.Quarantined += d.Quarantined
+		t.Erased += d.Erased
+		t.Undelivered += d.Undelivered
+		t.Unaccounted += d.Unaccounted
+		t.Sent += d.Sent
+		t.Pending += d.Pending
+		t.Parked += d.Parked
+		t.Dead += d.Dead
+		t.Skipped += d.Skipped
+		for _, m := range d.Mismatches {
+			if !seen[m] {
+				seen[m] = true
+				t.Mismatches = append(t.Mismatches, m)
+			}
+		}
+	}
+	return t
+}
+
+// Summary is the line in one sentence, for a digest e-mail: counts only.
+func (d LedgerDay) Summary() string {
+	check := "no mismatch"
+	if len(d.Mismatches) > 0 {
+		check = "MISMATCH: " + strings.Join(DescribeMismatches(d.Mismatches, d.Unaccounted, d.Undelivered), ", ")
+	}
+	return fmt.Sprintf("%d answered, %d accepted, %d spam, %d quarantined; deliveries %d sent, %d pending, %d parked, %d dead; %s",
+		d.Answered, d.Accepted, d.Spam, d.Quarantined, d.Sent, d.Pending, d.Parked, d.Dead, check)
+}
+
+// LedgerPeriodSummary is form's ledger over the UTC days that [start, end) touches, in
+// one line (a digest's period: outbox/digest). q gives Now, Checked and Horizon; its
+// range fields are set here.
+func LedgerPeriodSummary(ctx context.Context, store LedgerStore, q LedgerQuery, form string, start, end time.Time) (string, error) {
+	first, last := UTCDay(start), UTCDay(end.Add(-time.Nanosecond))
+	q.Until, q.Forms = end, []string{form}
+	q.Days = int(last.Sub(first)/(24*time.Hour)) + 1
+	l, err := BuildLedger(ctx, store, q)
+	if err != nil {
+		return "", err
+	}
+	return l.Total(form).Summary(), nil
 }

@@ -93,3 +93,19 @@ func TestLedgerJudgesOnlyClosedDaysForAnswers(t *testing.T) {
 		t.Errorf("a day past the retention horizon was flagged: %+v", bad)
 	}
 }
+
+func TestLedgerTotalAndSummary(t *testing.T) {
+	d := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)
+	l := Ledger{Days: []LedgerDay{
+		{Day: d, Form: "contact", LedgerCount: LedgerCount{Answered: 3}, Accepted: 2, Spam: 1,
+			LedgerDeliveries: LedgerDeliveries{Sent: 2}},
+		{Day: d.Add(24 * time.Hour), Form: "contact", LedgerCount: LedgerCount{Answered: 1}, Accepted: 1, Undelivered: 1,
+			Mismatches: []string{MismatchUndelivered}},
+		{Day: d, Form: "jobs", LedgerCount: LedgerCount{Answered: 9}},
+	}}
+	want := "4 answered, 3 accepted, 1 spam, 0 quarantined; deliveries 2 sent, 0 pending, 0 parked, 0 dead; " +
+		"MISMATCH: 1 accepted submission without a delivery"
+	if got := l.Total("contact").Summary(); got != want {
+		t.Errorf("summary = %q\nwant %q", got, want)
+	}
+}

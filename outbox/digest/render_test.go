@@ -20,7 +20,7 @@ func TestRenderCapsTheList(t *testing.T) {
 		items = append(items, outbox.DigestItem{ID: uuid.Must(uuid.NewV7()), CreatedAt: start.Add(time.Duration(i) * time.Second),
 			Data: outbox.Fields{{Name: "message", Value: strings.Repeat("long ", 100)}}})
 	}
-	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox/"}, start, s.Next(start), items)
+	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox/"}, start, s.Next(start), items, "")
 	if err != nil {
 		t.Fatal(err)
 	}
