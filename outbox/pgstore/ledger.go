@@ -61,36 +61,27 @@ func (s *Store) LedgerRows(ctx context.Context, from, until time.Time) (outbox.L
 	var out outbox.LedgerRows
 	var err error
 	out.Submissions, err = ledgerQuery(ctx, s, qLedgerSubmissions, from, until, func(r pgx.CollectableRow) (outbox.LedgerStatusCount, error) {
-		var (
-			c   outbox.LedgerStatusCount
-			day int64
-		)
-		err := r.Scan(&day, &c.Form, &c.Status, &c.Count)
-		c.Day = outbox.LedgerDayNumber(day)
+		var c outbox.LedgerStatusCount
+		err := r.Scan(&c.Day, &c.Form, &c.Status, &c.Count)
+		c.Day = outbox.UTCDay(c.Day)
 		return c, err
 	})
 	if err != nil {
 		return out, err
 	}
 	out.Deliveries, err = ledgerQuery(ctx, s, qLedgerDeliveries, from, until, func(r pgx.CollectableRow) (outbox.LedgerDeliveryCount, error) {
-		var (
-			c   outbox.LedgerDeliveryCount
-			day int64
-		)
-		err := r.Scan(&day, &c.Form, &c.Route, &c.Status, &c.Count)
-		c.Day = outbox.LedgerDayNumber(day)
+		var c outbox.LedgerDeliveryCount
+		err := r.Scan(&c.Day, &c.Form, &c.Route, &c.Status, &c.Count)
+		c.Day = outbox.UTCDay(c.Day)
 		return c, err
 	})
 	if err != nil {
 		return out, err
 	}
 	out.Undelivered, err = ledgerQuery(ctx, s, qLedgerUndelivered, from, until, func(r pgx.CollectableRow) (outbox.LedgerFormDay, error) {
-		var (
-			c   outbox.LedgerFormDay
-			day int64
-		)
-		err := r.Scan(&day, &c.Form, &c.Count)
-		c.Day = outbox.LedgerDayNumber(day)
+		var c outbox.LedgerFormDay
+		err := r.Scan(&c.Day, &c.Form, &c.Count)
+		c.Day = outbox.UTCDay(c.Day)
 		return c, err
 	})
 	if err != nil {
