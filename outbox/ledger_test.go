@@ -109,3 +109,43 @@ func TestLedgerTotalAndSummary(t *testing.T) {
 		t.Errorf("summary = %q\nwant %q", got, want)
 	}
 }
+
+// countingLedger answers a fixed ledger and counts the reads.
+type countingLedger struct {
+	recordingLedger
+	rows  LedgerRows
+	reads int
+}
+
+func (c *countingLedger) LedgerCounts(context.Context, time.Time, time.Time) ([]LedgerCount, error) {
+	return nil, nil
+}
+
+func (c *countingLedger) LedgerRows(context.Context, time.Time, time.Time) (LedgerRows, error) {
+	c.reads++
+	return c.rows, nil
+}
+
+// The alert source reports a mismatch per form and day while it holds, reading the
+// ledger at most every Every however often it is polled.
+func TestLedgerAlertSourceReportsAndReadsSparingly(t *testing.T) {
+	now := time.Date(2030, 1, 2, 12, 0, 0, 0, time.UTC)
+	st := &countingLedger{rows: LedgerRows{Undelivered: []LedgerFormDay{{Day: UTCDay(now), Form: "leads", Count: 2}}}}
+	src := NewLedgerAlertSource(LedgerAlertConfig{Store: st, Checked: func(f string) bool { return f == "leads" }, Every: time.Minute})
+	want := []AlertCondition{{Kind: AlertLedgerMismatch, Key: "leads/2030-01-02", Form: "leads", Affected: 2, Since: UTCDay(now),
+		Summary: "lead ledger of form leads on 2030-01-02 (UTC): 2 accepted submissions without a delivery"}}
+	for _, at := range []time.Time{now, now.Add(30 * time.Second)} {
+		got, err := src.Conditions(context.Background(), at)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("conditions at %s = %+v (%v), want %+v", at, got, err, want)
+		}
+	}
+	if st.reads != 1 {
+		t.Errorf("%d reads within a minute, want 1", st.reads)
+	}
+	st.rows = LedgerRows{} // the lost lead was handled: the condition goes
+	got, err := src.Conditions(context.Background(), now.Add(time.Minute))
+	if err != nil || len(got) != 0 || st.reads != 2 {
+		t.Errorf("after Every: %+v (%v), %d reads; want none and a second read", got, err, st.reads)
+	}
+}
