@@ -87,6 +87,9 @@ type LedgerStore interface {
 	// (submission_id, ...) unique index: a day of N submissions costs about N index
 	// entries and heap rows, plus one index probe per submission for the deliveries.
 	LedgerRows(ctx context.Context, from, until time.Time) (LedgerRows, error)
+	// PruneLedger deletes the counts of the days before the UTC day before (retention:
+	// a few rows per form, day and instance).
+	PruneLedger(ctx context.Context, before time.Time) error
 }
 
 // UTCDay is the UTC day of t (its midnight).

@@ -18,6 +18,7 @@ var (
 	qLedgerDeliveries  = queries.Must("LedgerDeliveries")
 	qLedgerUndelivered = queries.Must("LedgerUndelivered")
 	qLedgerErased      = queries.Must("LedgerErased")
+	qPruneLedger       = queries.Must("PruneLedger")
 
 	_ outbox.LedgerStore = (*Store)(nil)
 )
@@ -120,4 +121,12 @@ func ledgerQuery[T any](ctx context.Context, s *Store, sql string, from, until t
 		return nil, fmt.Errorf("ledger rows: %w", err)
 	}
 	return out, nil
+}
+
+// PruneLedger implements outbox.LedgerStore.
+func (s *Store) PruneLedger(ctx context.Context, before time.Time) error {
+	if _, err := s.pool.Exec(ctx, qPruneLedger, outbox.UTCDay(before)); err != nil {
+		return fmt.Errorf("prune ledger: %w", err)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ var (
 	qLedgerDeliveries  = queries.Must("LedgerDeliveries")
 	qLedgerUndelivered = queries.Must("LedgerUndelivered")
 	qLedgerErased      = queries.Must("LedgerErased")
+	qPruneLedger       = queries.Must("PruneLedger")
 
 	_ outbox.LedgerStore = (*Store)(nil)
 )
@@ -141,4 +142,16 @@ func ledgerQuery[T any](ctx context.Context, s *Store, query string, from, until
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// PruneLedger implements outbox.LedgerStore.
+func (s *Store) PruneLedger(ctx context.Context, before time.Time) error {
+	err := s.writeTx(ctx, func(tx *txStmts) error {
+		_, err := tx.ExecContext(ctx, qPruneLedger, micros(outbox.UTCDay(before)))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("prune ledger: %w", err)
+	}
+	return nil
 }

@@ -193,3 +193,25 @@ func sortLedgerRows(r *outbox.LedgerRows) {
 		return a.Status < b.Status
 	})
 }
+
+var _ = register("LedgerPruneDropsTheDaysBeforeTheCutoff", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	d1 := outbox.UTCDay(t0)
+	counts := []outbox.LedgerCount{{Day: d1.Add(-2 * day), Form: "contact", Answered: 1}, {Day: d1.Add(-day), Form: "contact", Answered: 2},
+		{Day: d1, Form: "contact", Answered: 3}}
+	if err := s.RecordLedger(ctx, "host-a", counts, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The cutoff falls inside yesterday: yesterday is kept, the day before goes.
+	if err := s.PruneLedger(ctx, d1.Add(-day+time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LedgerCounts(ctx, d1.Add(-3*day), d1.Add(day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].Day.Before(got[j].Day) })
+	if !reflect.DeepEqual(got, counts[1:]) {
+		t.Errorf("after the prune: %+v, want %+v", got, counts[1:])
+	}
+})

@@ -43,3 +43,8 @@ SELECT s.created_at / 86400000000, s.form, count(*)
 -- name: LedgerErased
 -- Erasures since from: the events_kind index; erasures are few.
 SELECT submission_id, data, at FROM events WHERE kind = 'submission.erased' AND at >= ?
+
+-- name: PruneLedger
+-- Retention (outbox/retention.go): the counts of days its cutoff passed. A few rows per
+-- form, day and instance: no batching.
+DELETE FROM ledger_counts WHERE day < ?
