@@ -136,6 +136,14 @@ var _ = register("LedgerRowsFindAcceptedWithoutDeliveryAndErasures", func(t *tes
 	MustAccept(t, s, unrouted)
 	spam := NewSubmission("contact", WithStatus(outbox.SubmissionSpam, outbox.ReasonHoneypot))
 	MustAccept(t, s, spam)
+	// Held back and unrouted (no delivery planned), then released: accepted with its
+	// reason cleared, and still not a loss.
+	heldUnrouted := NewSubmission("contact", WithStatus(outbox.SubmissionQuarantined, outbox.ReasonSchemaViolation))
+	heldUnrouted.Events = []outbox.Event{{Kind: outbox.EventUnrouted, Data: []byte(`{}`)}}
+	MustAccept(t, s, heldUnrouted)
+	if err := s.ReleaseSubmission(ctx, heldUnrouted.ID, now); err != nil {
+		t.Fatal(err)
+	}
 	delivered := NewSubmission("contact")
 	MustAccept(t, s, delivered, NewDelivery(delivered, "email", "sales@example.com"))
 	erased := NewSubmission("jobs")
