@@ -40,3 +40,19 @@ mismatches: 1
 		t.Errorf("printed:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// ledger --help describes the verb with its own flags.
+func TestLedgerHelp(t *testing.T) {
+	out, err := form(t, "", "ledger", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--form", "--days", "--json", "Lead ledger", "exit status 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ledger --help lacks %q:\n%s", want, out)
+		}
+	}
+	if _, flags, _ := strings.Cut(out, "\nFlags:"); strings.Contains(flags, "--status") || strings.Contains(flags, "--format") {
+		t.Errorf("ledger --help lists another verb's flag:\n%s", out)
+	}
+}
