@@ -39,6 +39,7 @@ func (a *App) alertSources() []outbox.AlertSource {
 		alert.StoreUnreachable(a.spoolState, instance, time.Duration(ac.StoreUnreachable)),
 		alert.SpoolBacklog(a.spoolState, instance, time.Duration(ac.SpoolBacklog)),
 		alert.FeedbackRate(a.store, ac.FeedbackRate, time.Duration(ac.FeedbackWindow), ac.FeedbackMin),
+		a.LedgerAlertSource(),
 	}
 }
 
