@@ -59,6 +59,8 @@ type App struct {
 
 	opsState             // metrics, events, retention (app_ops.go)
 	digests  digestState // digest routes and their closer (app_digest.go)
+	alerts   alertState  // owner alerts: targets, sources, evaluator (app_alerts.go)
+	ledger   ledgerState // the lead ledger's counts and checks (app_ledger.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -138,10 +140,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	wc := a.workerConfig(sender)
 	wc.Pacer = pacer
 	a.worker = outbox.NewWorker(wc)
+	a.provisionLedger()
 	if err := a.provisionOps(); err != nil {
 		return err
 	}
 	if err := a.provisionSpool(); err != nil {
+		return err
+	}
+	if err := a.provisionAlerts(); err != nil {
 		return err
 	}
 	a.acceptor = &outbox.Acceptor{
@@ -165,7 +171,7 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 		Sender:        sender,
 		Logger:        a.logger.Named("worker"),
 		Notifications: true,
-		OnDead:        a.observer().Dead,
+		OnDead:        a.onDead,
 		OnAttempt:     a.observer().Attempt,
 	}
 	if w := a.Worker; w != nil {
@@ -210,7 +216,9 @@ func (a *App) Start() error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	a.startDigests()
+	a.startLedger()
 	a.startOps()
+	a.startAlerts()
 	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
 	return nil
 }
@@ -219,12 +227,14 @@ func (a *App) Start() error {
 // reload the new App already shares it, and Cleanup releases this App's reference.
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
+		a.stopAlerts()
 		a.stopDigests()
 		a.stopOps()
 		a.stopSpool()
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())
 		}
+		a.stopLedger()
 	})
 	return a.stopErr
 }

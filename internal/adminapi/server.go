@@ -33,6 +33,9 @@ type Backend interface {
 	// Parker parks and unparks destinations by hand: the App's worker, which updates
 	// its copy of the parked set at once (outbox/parking.go).
 	Parker() outbox.Parker
+	// Ledger is the lead ledger of the last days UTC days (ledger.go), limited to forms
+	// when not empty, with this instance's counts flushed first.
+	Ledger(ctx context.Context, forms []string, days int) (outbox.Ledger, error)
 }
 
 // ErrSpoolOff is what Backend.ReplaySpool returns when the App runs without a spool.
@@ -97,6 +100,8 @@ func NewServer(running func() Backend) *Server {
 	s.handle("GET destinations", serveListDestinations)
 	s.handle("POST destinations/park", serveParkDestination)
 	s.handle("POST destinations/unpark", serveUnparkDestination)
+	s.handle("GET alerts", serveListAlerts)
+	s.handle("GET ledger", serveLedger)
 	return s
 }
 

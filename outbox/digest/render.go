@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -33,6 +34,7 @@ type line struct {
 
 type message struct {
 	Form, Period, Inbox string
+	Ledger              string // the period's lead ledger in one line, "" without
 	Count, More         int
 	Lines               []line
 }
@@ -40,8 +42,8 @@ type message struct {
 // render is the digest e-mail of period [start, end) listing items. The visitor's text
 // appears only in the bodies, escaped by html/template in the HTML part; the subject
 // holds the form's name, the count and the period, nothing a visitor typed.
-func render(r Route, start, end time.Time, items []outbox.DigestItem) (outbox.Payload, error) {
-	m := message{Form: r.Form, Period: r.Schedule.Describe(start, end), Count: len(items)}
+func render(r Route, start, end time.Time, items []outbox.DigestItem, ledger string) (outbox.Payload, error) {
+	m := message{Form: r.Form, Period: r.Schedule.Describe(start, end), Count: len(items), Ledger: ledger}
 	if r.InboxURL != "" {
 		m.Inbox = strings.TrimRight(r.InboxURL, "/")
 	}
@@ -77,16 +79,18 @@ func render(r Route, start, end time.Time, items []outbox.DigestItem) (outbox.Pa
 }
 
 // summary is a submission's fields on one line, "name: value · name: value", with line
-// breaks and control characters made spaces, cut to summaryRunes.
+// breaks and control characters made spaces, cut to summaryRunes. Bidi controls are
+// removed (internal/safetext): a name ending in U+202E would reverse the rest of the
+// line, the other fields and the "open" link included.
 func summary(f outbox.Fields) string {
 	var b strings.Builder
 	for i, fl := range f {
 		if i > 0 {
 			b.WriteString(" · ")
 		}
-		b.WriteString(fl.Name)
+		b.WriteString(safetext.StripBidi(fl.Name))
 		b.WriteString(": ")
-		b.WriteString(fl.Value)
+		b.WriteString(safetext.StripBidi(fl.Value))
 		if utf8.RuneCountInString(b.String()) > summaryRunes {
 			break
 		}
@@ -130,6 +134,9 @@ func renderText(b *bytes.Buffer, m message) {
 	} else if m.Inbox != "" {
 		b.WriteString("\nInbox: " + m.Inbox + "\n")
 	}
+	if m.Ledger != "" {
+		b.WriteString("\nLead ledger (UTC days of this period): " + m.Ledger + "\n")
+	}
 }
 
 var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
@@ -138,7 +145,7 @@ var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
 <ol>
 {{- range .Lines}}
 <li><span style="color:#666">{{.Received}}{{if .Late}} (late: from an earlier period){{end}}{{if .Test}} [test]{{end}}</span>
-{{- with .Summary}} {{.}}{{end}}
+{{- with .Summary}} <bdi>{{.}}</bdi>{{end}}
 {{- if .Link}} <a href="{{.Link}}">open</a>{{else}} <span style="color:#666">{{.ID}}</span>{{end}}</li>
 {{- end}}
 </ol>
@@ -147,5 +154,8 @@ var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
 {{- else}}{{with .Inbox}}
 <p><a href="{{.}}">Open the inbox</a></p>
 {{- end}}{{end}}
+{{- with .Ledger}}
+<p style="color:#666;font-size:13px">Lead ledger (UTC days of this period): {{.}}</p>
+{{- end}}
 </body></html>
 `))

@@ -135,7 +135,7 @@ func (t parkTx) HoldDelivery(ctx context.Context, id uuid.UUID, token, key, last
 
 func (t parkTx) InsertAttempt(ctx context.Context, a outbox.Attempt) error {
 	_, err := t.tx.Exec(ctx, qParkInsertAttempt, [16]byte(a.DeliveryID), a.Attempt, a.Provider, a.StartedAt,
-		a.FinishedAt, string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID)
+		a.FinishedAt, string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error, a.ProviderMessageID, a.BodySHA256)
 	return err
 }
 

@@ -152,7 +152,7 @@ func (t parkTx) HoldDelivery(ctx context.Context, id uuid.UUID, token, key, last
 func (t parkTx) InsertAttempt(ctx context.Context, a outbox.Attempt) error {
 	_, err := t.tx.ExecContext(ctx, qParkInsertAttempt, a.DeliveryID.String(), a.Attempt, a.Provider,
 		micros(a.StartedAt), micros(a.FinishedAt), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
-		a.ProviderMessageID)
+		a.ProviderMessageID, a.BodySHA256)
 	return err
 }
 

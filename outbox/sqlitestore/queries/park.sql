@@ -38,7 +38,7 @@ UPDATE deliveries SET
 -- name: ParkInsertAttempt
 INSERT INTO delivery_attempts ({{AttemptColumns}})
 	SELECT ?1, max(?2, COALESCE((SELECT MAX(x.attempt) FROM delivery_attempts x WHERE x.delivery_id = ?1), 0) + 1),
-		?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+		?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
 
 -- name: ParkOldest
 SELECT id FROM deliveries WHERE parked_key = ?1 AND status = 'parked'
