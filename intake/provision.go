@@ -96,6 +96,21 @@ func (c *Config) Provision() error {
 			return fmt.Errorf("intake: form %s: %w", c.Form, err)
 		}
 	}
+	c.warnings = nil
+	if err := c.checkReferences(); err != nil { // references.go
+		return fmt.Errorf("intake: form %s: %w", c.Form, err)
+	}
+	c.checkCoverage() // coverage.go
+	// A route that prints fields has its template_empty series from the start, at 0, so
+	// that an alert on its increase() sees the first one (internal/telemetry/metrics.go).
+	for i := range c.Routes {
+		if len(c.Routes[i].printed) > 0 {
+			c.counters.TemplateEmpty(c.Routes[i].Name)
+		}
+	}
+	if c.Autoreply != nil && len(c.Autoreply.route.printed) > 0 {
+		c.counters.TemplateEmpty(AutoreplyRoute)
+	}
 	if len(c.IPHashKey) == 0 {
 		c.IPHashKey = make([]byte, 32)
 		if _, err := rand.Read(c.IPHashKey); err != nil {
@@ -187,6 +202,7 @@ func (c *Config) provisionRoutes() error {
 		if err := r.parseTemplates(); err != nil {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}
+		r.printed = r.renderedReferences()
 		if err := r.checkDigest(); err != nil {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}
