@@ -14,9 +14,9 @@ import (
 func (c *Config) CheckRouted() error {
 	switch {
 	case len(c.Routes) == 0 && !c.StoreOnly:
-		return fmt.Errorf("form %s has no notify route, so nobody would hear of its posts: add a `notify` line, or `store_only` if keeping posts without notifying anyone is deliberate", c.Form)
+		return fmt.Errorf("no notify route%s, so nobody would hear of its posts: add a `notify` line, or `store_only` if keeping posts without notifying anyone is deliberate", c.inForm())
 	case len(c.Routes) > 0 && c.StoreOnly:
-		return fmt.Errorf("form %s: store_only and notify exclude each other: store_only says no one is notified", c.Form)
+		return fmt.Errorf("store_only and notify exclude each other%s: store_only says no one is notified", c.inForm())
 	}
 	return nil
 }

@@ -74,11 +74,20 @@ func (c *Config) CheckReference(name string) error {
 			declared = append(declared, f.Name)
 		}
 	}
-	msg := fmt.Sprintf("field %q is not declared in form %s (declared: %s)", name, c.Form, strings.Join(declared, ", "))
+	msg := fmt.Sprintf("field %q is not declared%s (declared: %s)", name, c.inForm(), strings.Join(declared, ", "))
 	if near := nearest(name, declared); near != "" {
 		msg += fmt.Sprintf("; did you mean %q?", near)
 	}
 	return fmt.Errorf("%s", msg)
+}
+
+// inForm is " in form NAME", or "" before the Caddy layer has named the form (from
+// its path, after the block is parsed).
+func (c *Config) inForm() string {
+	if c.Form == "" {
+		return ""
+	}
+	return " in form " + c.Form
 }
 
 // References lists every field reference of the form: its routes' guards, subjects and

@@ -140,7 +140,7 @@ func TestCoverageWarningNamesTheUncoveredCase(t *testing.T) {
 // is one too.
 func TestCheckRouted(t *testing.T) {
 	c := &Config{Form: "f"}
-	if err := c.CheckRouted(); err == nil || !strings.Contains(err.Error(), "form f has no notify route") {
+	if err := c.CheckRouted(); err == nil || !strings.Contains(err.Error(), "no notify route in form f") {
 		t.Fatalf("no route: %v", err)
 	}
 	c.StoreOnly = true
