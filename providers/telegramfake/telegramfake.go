@@ -111,10 +111,13 @@ func (s *Server) Messages() []Sent { return s.sent.All() }
 func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
 	token, method, ok := strings.Cut(strings.TrimPrefix(r.Path, "/bot"), "/")
 	switch {
-	case !strings.HasPrefix(r.Path, "/bot") || !ok || method != "sendMessage" || r.Method != http.MethodPost:
+	case !strings.HasPrefix(r.Path, "/bot") || !ok || (method != "sendMessage" && method != "getMe") || r.Method != http.MethodPost:
 		return refuse(Reply{Status: 404, Description: "Not Found"})
 	case token != s.token:
 		return refuse(Reply{Status: 401, Description: "Unauthorized"})
+	case method == "getMe": // who the bot is; the script is for messages
+		return fakehttp.Answer, http.StatusOK, http.Header{"Content-Type": {"application/json"}}, fakehttp.JSON(map[string]any{
+			"ok": true, "result": map[string]any{"id": 1, "is_bot": true, "username": "fake_bot"}})
 	}
 	reply := s.Next(n, r)
 	if act, ok := fakehttp.Unanswered(reply.Hang, reply.Drop); ok {
