@@ -21,13 +21,22 @@ import (
 // output and whether it succeeded.
 func validate(t *testing.T, dir, caddyfile string) (string, bool) {
 	t.Helper()
+	return runOnCaddyfile(t, dir, caddyfile, nil, "validate")
+}
+
+// runOnCaddyfile writes caddyfile into dir and runs the built Caddy with args, the
+// Caddyfile's --config and --adapter, and env; it returns the output and whether the
+// exit status was 0.
+func runOnCaddyfile(t *testing.T, dir, caddyfile string, env []string, args ...string) (string, bool) {
+	t.Helper()
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(caddyfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(caddyBin, "validate", "--config", path, "--adapter", "caddyfile")
+	cmd := exec.Command(caddyBin, append(args, "--config", path, "--adapter", "caddyfile")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	cmd.Env = append(append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config")), env...)
 	out, err := cmd.CombinedOutput()
 	// The log is JSON: unquote the quotes, so the tests read messages as an operator does.
 	return strings.ReplaceAll(string(out), `\"`, `"`), err == nil
