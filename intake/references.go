@@ -239,7 +239,25 @@ func (c *Config) checkReferences() error {
 				ref.where(), ref.Field, c.Form))
 		}
 	}
+	c.checkAutoreplyAddress()
 	return nil
+}
+
+// checkAutoreplyAddress warns of an autoreply that can rarely reach anyone: it goes to
+// `_replyto` or the `email` field (replyTo, parse.go), and a form that declares its
+// fields without `email` leaves only `_replyto`, which a plain HTML form seldom sends.
+func (c *Config) checkAutoreplyAddress() {
+	if c.Autoreply == nil || !c.Declares() {
+		return
+	}
+	for _, f := range c.Fields {
+		if f.Name == "email" && !f.File {
+			return
+		}
+	}
+	c.warnings = append(c.warnings, fmt.Sprintf(
+		"form %s: the autoreply goes to the `email` field or `_replyto`, and the form declares no field email, so only posts that send _replyto get a reply: declare `field email email`",
+		c.Form))
 }
 
 // Warnings are what Provision found suspicious but not wrong (a reference it could not

@@ -197,3 +197,26 @@ func TestTemplateEmptyEventPerDelivery(t *testing.T) {
 		t.Fatalf("counter %d, want %d", n, before+2)
 	}
 }
+
+// TestAutoreplyWithoutEmailFieldWarns: a form that declares its fields but no `email`
+// loads with a warning that only _replyto posts get the autoreply; declaring it silences
+// the warning.
+func TestAutoreplyWithoutEmailFieldWarns(t *testing.T) {
+	body := writeTemplate(t, "a.txt", "Thanks")
+	c := &Config{Form: "f", Fields: []FieldSpec{{Name: "name"}},
+		Routes:    []Route{{Channel: outbox.ChannelEmail, To: []string{"a@example.com"}}},
+		Autoreply: &Autoreply{From: "hello@example.com", Subject: "Thanks", BodyText: body}}
+	if err := c.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.Warnings(); len(w) != 1 || !strings.Contains(w[0], "only posts that send _replyto get a reply") {
+		t.Fatalf("warnings %q", w)
+	}
+	c.Fields = append(c.Fields, FieldSpec{Name: "email", Email: true})
+	if err := c.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.Warnings(); len(w) != 0 {
+		t.Fatalf("warnings %q", w)
+	}
+}
