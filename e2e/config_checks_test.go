@@ -156,7 +156,7 @@ http://127.0.0.1:{{HTTP}} {
 `
 
 // TestTemplateEmptyThroughCaddy: on SQLite and PostgreSQL, a post without the field the
-// subject prints is stored with a template.empty event naming the delivery, route,
+// subject prints is stored with a template.empty event on its delivery, naming the route,
 // option and field (not a value), the metric counts it, and the e-mail still goes out;
 // a post with the field adds neither.
 func TestTemplateEmptyThroughCaddy(t *testing.T) {
@@ -197,7 +197,7 @@ func TestTemplateEmptyThroughCaddy(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := intake.TemplateEmpty{Form: "contact", Route: "email", Option: "subject", Field: "name", Delivery: d.ID}
-			if events[0].SubmissionID.String() != id || te != want || strings.Contains(string(events[0].Data), "secret") {
+			if events[0].SubmissionID.String() != id || events[0].DeliveryID.String() != d.ID || te != want || strings.Contains(string(events[0].Data), "secret") {
 				t.Fatalf("event of %s: %s, want %+v for submission %s", events[0].SubmissionID, events[0].Data, want, id)
 			}
 			if !strings.Contains(p.Log(), `"field":"name"`) {

@@ -11,7 +11,9 @@ import (
 )
 
 // TemplateEmpty is one delivery whose message printed a field the submission did not
-// carry: the template.empty event's data. It names the field, never a value.
+// carry: the template.empty event's data. It names the field, never a value. The event
+// row has the submission and delivery ids too; Delivery repeats the latter so that a
+// spooled submission's event (outbox/spool keeps kind, data and time) still names it.
 type TemplateEmpty struct {
 	Form     string `json:"form"`
 	Route    string `json:"route"`
