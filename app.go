@@ -57,6 +57,7 @@ type App struct {
 
 	opsState             // metrics, events, retention (app_ops.go)
 	digests  digestState // digest routes and their closer (app_digest.go)
+	alerts   alertState  // owner alerts: targets, sources, evaluator (app_alerts.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -139,6 +140,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionSpool(); err != nil {
 		return err
 	}
+	if err := a.provisionAlerts(); err != nil {
+		return err
+	}
 	a.acceptor = &outbox.Acceptor{
 		Store:      store,
 		WriteAhead: a.spoolMode == caddyconf.SpoolAlways,
@@ -160,7 +164,7 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 		Sender:        sender,
 		Logger:        a.logger.Named("worker"),
 		Notifications: true,
-		OnDead:        a.observer().Dead,
+		OnDead:        a.onDead,
 		OnAttempt:     a.observer().Attempt,
 	}
 	if w := a.Worker; w != nil {
@@ -204,6 +208,7 @@ func (a *App) Start() error {
 	}
 	a.startDigests()
 	a.startOps()
+	a.startAlerts()
 	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
 	return nil
 }
@@ -212,6 +217,7 @@ func (a *App) Start() error {
 // reload the new App already shares it, and Cleanup releases this App's reference.
 func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
+		a.stopAlerts()
 		a.stopDigests()
 		a.stopOps()
 		a.stopSpool()

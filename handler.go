@@ -3,12 +3,14 @@ package formoutbox
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
+	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -47,7 +49,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	repl := caddy.NewReplacer()
 	for i := range h.Routes {
-		h.Routes[i].Secret = repl.ReplaceKnown(h.Routes[i].Secret, "")
+		r := &h.Routes[i]
+		r.Secret = repl.ReplaceKnown(r.Secret, "")
+		if caddyconf.ChatURLIsCredential(r.Channel) {
+			// The URL is the credential: {env.X} keeps it out of the config Caddy logs.
+			r.URL = strings.TrimSpace(repl.ReplaceKnown(r.URL, ""))
+		}
 	}
 	resolveTelegramBots(repl, h.Routes)
 	if h.Captcha != nil {
@@ -68,6 +75,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.app.registerDigests(h.DigestRoutes()); err != nil {
 		return err
 	}
+	h.app.noteChannels(&h.Config)
 	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if err := app.UnmarshalCaddyfile(d); err != nil {
 		return nil, err
 	}
+	caddyconf.WarnLiteralSecrets(d, caddy.Log())
 	return httpcaddyfile.App{Name: AppName, Value: caddyconfig.JSON(app, nil)}, nil
 }
 
@@ -62,6 +63,7 @@ func parseDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 	if err != nil {
 		return nil, err
 	}
+	caddyconf.WarnLiteralSecrets(h.Dispenser, caddy.Log())
 	return h.NewRoute(matcherSet, handler), nil
 }
 
@@ -88,8 +90,11 @@ func (ih *InboxHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 func parseFeedbackDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	fh := new(FeedbackHandler)
-	err := fh.UnmarshalCaddyfile(h.Dispenser)
-	return fh, err
+	if err := fh.UnmarshalCaddyfile(h.Dispenser); err != nil {
+		return nil, err
+	}
+	caddyconf.WarnLiteralSecrets(h.Dispenser, caddy.Log())
+	return fh, nil
 }
 
 // UnmarshalCaddyfile reads the directive's block (caddyconf.ParseFeedback).

@@ -18,6 +18,7 @@ import (
 // unmounts it at cleanup, even when the test fails. It needs root.
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
+	needRoot(t, "mounting a small tmpfs")
 	dir := filepath.Join(t.TempDir(), "small")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ type netnsLink struct {
 // test fails. It needs root, ip (iproute2) and nft (nftables): scripts/test installs them.
 func newNetnsLink(t testing.TB) *netnsLink {
 	t.Helper()
+	needRoot(t, "network namespaces and nftables")
 	id := fmt.Sprintf("%06x", rand.IntN(1<<24))
 	// 10.213.0.0/16 is carved into /30s by a random number, so parallel tests (and other
 	// engineers' runs on the same machine) almost never pick the same one; a collision

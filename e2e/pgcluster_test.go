@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/prereq"
 )
 
 // pgCluster is a throwaway PostgreSQL server of one test: initdb into t.TempDir(), pg_ctl
@@ -81,7 +83,7 @@ func preparePGCluster(t testing.TB, netns, host string) *pgCluster {
 	t.Helper()
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	if len(dirs) == 0 {
-		t.Fatalf("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin (install the postgresql package)")
+		prereq.Missing(t, "PostgreSQL's server binaries under /usr/lib/postgresql/*/bin, for a throwaway cluster (apt-get install postgresql)")
 	}
 	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) < pgVersion(dirs[j]) })
 	root := t.TempDir()

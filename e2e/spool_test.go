@@ -54,8 +54,32 @@ func postKeyed(t *testing.T, p *caddyProc, key string) (int, string, string) {
 	return resp.StatusCode, a.ID, a.Status
 }
 
+// newSpoolCaddy starts a Caddy of spoolCaddyfile on a throwaway PostgreSQL, with the
+// webhook receiver every submission notifies.
+func newSpoolCaddy(t *testing.T) (*pgCluster, *receiver, *caddyProc) {
+	t.Helper()
+	pg := newPGCluster(t)
+	hook := newReceiver(t)
+	cf := strings.NewReplacer("{{DSN}}", pg.DSN(), "{{HOOK}}", hook.srv.URL).Replace(spoolCaddyfile)
+	return pg, hook, newCaddy(t, caddyOpts{Caddyfile: cf})
+}
+
 // storedIDs reads every submission id in the database; nil while it is unreachable.
 func storedIDs(dsn string) map[string]bool {
+	statuses := storedStatuses(dsn)
+	if statuses == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for id := range statuses {
+		out[id] = true
+	}
+	return out
+}
+
+// storedStatuses reads every submission's id and status; nil while the database is
+// unreachable.
+func storedStatuses(dsn string) map[string]string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -63,17 +87,14 @@ func storedIDs(dsn string) map[string]bool {
 		return nil
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT id::text FROM submissions`)
+	rows, err := conn.Query(ctx, `SELECT id::text, status FROM submissions`)
 	if err != nil {
 		return nil
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	out := map[string]string{}
+	var id, status string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &status}, func() error { out[id] = status; return nil }); err != nil {
 		return nil
-	}
-	out := map[string]bool{}
-	for _, id := range ids {
-		out[id] = true
 	}
 	return out
 }
@@ -83,10 +104,7 @@ func storedIDs(dsn string) map[string]bool {
 // answered submission is stored and delivered.
 func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
 	t.Parallel()
-	pg := newPGCluster(t)
-	hook := newReceiver(t)
-	cf := strings.NewReplacer("{{DSN}}", pg.DSN(), "{{HOOK}}", hook.srv.URL).Replace(spoolCaddyfile)
-	c := newCaddy(t, caddyOpts{Caddyfile: cf})
+	pg, hook, c := newSpoolCaddy(t)
 
 	answered := map[string]string{} // id -> answered status
 	// Every answer names a submission of its own: a missing or repeated id would shrink

@@ -466,10 +466,14 @@ func TestWebhookFileLinkDownloads(t *testing.T) {
 		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
 		t.Fatalf("download: %d %v, %d bytes", resp.StatusCode, resp.Header, len(body))
 	}
-	tampered := strings.Replace(f.URL, "exp=", "exp=9", 1)
-	req, _ = http.NewRequest(http.MethodGet, tampered, nil)
-	if resp, body := do(t, req); resp.StatusCode != http.StatusForbidden || strings.Contains(body, "PDF") {
-		t.Fatalf("tampered link: %d %q", resp.StatusCode, body)
+	// A later expiry, and other spellings of the same expiry with the original signature
+	// ("+EXP" arrives as %2B, a leading zero, a space as %20): one canonical link only.
+	for _, exp := range []string{"exp=9", "exp=%2B", "exp=0", "exp=%20"} {
+		tampered := strings.Replace(f.URL, "exp=", exp, 1)
+		req, _ = http.NewRequest(http.MethodGet, tampered, nil)
+		if resp, body := do(t, req); resp.StatusCode != http.StatusForbidden || strings.Contains(body, "PDF") {
+			t.Fatalf("tampered link %s: %d, %d bytes", tampered, resp.StatusCode, len(body))
+		}
 	}
 }
 

@@ -71,11 +71,11 @@ func TestSubmissionPageListsFiles(t *testing.T) {
 	w := f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil)
 	body := w.Body.String()
 	for _, want := range []string{
-		`<a href="/inbox/files/` + files[0].ID.String() + `" download>&#34;evil&#34;; name=x.html</a>`,
+		`<a href="/inbox/files/` + files[0].ID.String() + `" download><bdi>&#34;evil&#34;; name=x.html</bdi></a>`,
 		`<span class="badge quarantined" data-rejected>type_not_allowed</span>`,
 		`40 B · text/html (declared application/pdf)`,
 		files[0].SHA256,
-		`p.png <small>(content not kept)</small>`,
+		`p.png</bdi> <small>(content not kept)</small>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)

@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -383,5 +384,62 @@ func TestExportStreamsTheFilter(t *testing.T) {
 	w = f.do("POST", "/inbox/export", post("format", "ndjson"), nil)
 	if n := strings.Count(w.Body.String(), "\n"); w.Code != http.StatusOK || n != 2 {
 		t.Errorf("ndjson: %d, %d lines: %s", w.Code, n, w.Body)
+	}
+}
+
+// An autoreply.skipped event shows its route and reason, which say why a visitor got no
+// reply (intake/recipient.go), without the address.
+func TestEventRowShowsWhyAnAutoreplyWasSkipped(t *testing.T) {
+	row := newEventRow(outbox.Event{Kind: outbox.EventAutoreplySkipped,
+		Data: []byte(`{"route":"autoreply","reason":"recipient_not_public"}`)})
+	if row.Note != "route autoreply: recipient_not_public" {
+		t.Fatalf("note %q", row.Note)
+	}
+}
+
+// Zero-width characters and bidi controls in a name are shown as marked escapes, so an
+// operator sees that "Ad​a" is not "Ada" and that a name carries U+202E, and each value
+// is isolated (<bdi>) from the page's text around it; in the list and on the page.
+func TestInvisibleCharactersAreShownVisibly(t *testing.T) {
+	f := newFixture(t)
+	sub, _ := f.accept("contact", storetest.WithFields("name", "Ad\u200ba\u202e", "message", "hi\ufeff\u2060\u200c\u200d"))
+	for path, want := range map[string][]string{
+		"/inbox/submissions/" + sub.ID.String(): {"<dd><bdi>Ad⟨U+200B⟩a⟨U+202E⟩</bdi></dd>", "<dd><bdi>hi⟨U+FEFF⟩⟨U+2060⟩⟨U+200C⟩⟨U+200D⟩</bdi></dd>"},
+		"/inbox/submissions":                    {"<bdi>Ad⟨U+200B⟩a⟨U+202E⟩</bdi>", "<bdi>hi⟨U+FEFF⟩⟨U+2060⟩⟨U+200C⟩⟨U+200D⟩</bdi>"},
+	} {
+		w := f.do("GET", path, nil, nil)
+		body := w.Body.String()
+		shown := html.UnescapeString(body) // html/template writes "+" as &#43;
+		for _, s := range want {
+			if w.Code != http.StatusOK || !strings.Contains(shown, s) {
+				t.Errorf("%s: status %d, %q missing:\n%s", path, w.Code, s, body)
+			}
+		}
+		if strings.ContainsAny(body, "\u200b\u200c\u200d\u2060\ufeff\u202e") {
+			t.Errorf("%s: an invisible character reached the page as it is", path)
+		}
+	}
+}
+
+// Each attempt shows the start of the SHA-256 of the body it sent, the full hash on
+// hover: which body a receiver got, also after a release rewrote the stored one.
+func TestAttemptShowsTheBodyItSent(t *testing.T) {
+	f := newFixture(t)
+	sub, _ := f.accept("contact")
+	ctx := context.Background()
+	ds, err := f.store.Claim(ctx, outbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute, Now: now})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim %d: %v", len(ds), err)
+	}
+	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	if err := outbox.CompleteOne(ctx, f.store, outbox.Completion{DeliveryID: ds[0].ID, LeaseToken: ds[0].LeaseToken,
+		Status: outbox.DeliverySent, Provider: "fake", Now: now,
+		Attempt: outbox.Attempt{DeliveryID: ds[0].ID, Provider: "fake", StartedAt: now, FinishedAt: now,
+			Outcome: outbox.OutcomeSent, BodySHA256: sum}}); err != nil {
+		t.Fatal(err)
+	}
+	w := f.do("GET", "/inbox/submissions/"+sub.ID.String(), nil, nil)
+	if want := ` · body <code title="SHA-256 ` + sum + `">9f86d081884c</code>`; w.Code != http.StatusOK || !strings.Contains(w.Body.String(), want) {
+		t.Fatalf("status %d, page lacks %q", w.Code, want)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"github.com/dustin/go-humanize"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -27,7 +29,11 @@ var pages = func() map[string]*template.Template {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		// shown writes the zero-width characters and bidi controls of visitor text as
+		// marked escapes (⟨U+200B⟩): an operator sees they are there, and none of them
+		// can reorder the page; pages put each value in a <bdi> too.
+		"shown": safetext.ShowInvisible,
 		"bytes": func(n int64) string { return humanize.Bytes(uint64(max(n, 0))) },
 		"short": func(id any) string {
 			s := ""
@@ -61,11 +67,49 @@ type layout struct {
 	Flash  string
 	Error  string
 	Status int
+	// Alerts are the open owner alerts this inbox's forms are concerned by, shown as a
+	// banner on every page (docs/operations.md, "Alerts").
+	Alerts []alertRow
+}
+
+// alertRow is one open alert in the banner: ids, counts and our own sentences only.
+type alertRow struct {
+	Kind, Summary string
+	Affected      int
+	Since         time.Time
+	Link          string // the dead deliveries of the form, for delivery_dead
 }
 
 func (rq *request) layout(page string) layout {
 	return layout{Title: rq.h.cfg.Title, Page: page, Base: rq.h.cfg.BasePath, User: rq.user,
-		Token: rq.token, Flash: flashText(rq.r)}
+		Token: rq.token, Flash: flashText(rq.r), Alerts: rq.openAlerts()}
+}
+
+// openAlerts reads the open alerts (a handful of rows through the partial index of open
+// alerts); a store that fails is logged, and the page shows without its banner.
+func (rq *request) openAlerts() []alertRow {
+	if rq.h.cfg.Store == nil {
+		return nil
+	}
+	ctx, cancel := rq.ctx()
+	defer cancel()
+	as, err := rq.h.cfg.Store.ListAlerts(ctx, 0)
+	if err != nil {
+		rq.h.cfg.Logger.Warn("inbox: list alerts: " + err.Error())
+		return nil
+	}
+	var out []alertRow
+	for _, a := range as {
+		if a.Form != "" && !rq.h.shows(a.Form) {
+			continue
+		}
+		row := alertRow{Kind: a.Kind, Summary: a.Summary, Affected: a.Affected, Since: a.OpenedAt}
+		if a.Kind == outbox.AlertDeliveryDead && a.Form != "" {
+			row.Link = rq.h.cfg.BasePath + "/submissions?delivery=dead&form=" + url.QueryEscape(a.Form)
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 func (rq *request) render(status int, page string, data any) {
@@ -202,6 +246,8 @@ func (h *Handler) list(rq *request) {
 		NextURL  string
 		Problem  string
 		Statuses []string
+		// NoticesHidden: the alert notices are left out of this unfiltered list.
+		NoticesHidden bool
 	}{L: rq.layout("list"), F: f, Statuses: []string{"accepted", "spam", "quarantined"}}
 	ctx, cancel := rq.ctx()
 	defer cancel()
@@ -220,6 +266,17 @@ func (h *Handler) list(rq *request) {
 		data.Problem = ferr.Error()
 		rq.render(http.StatusBadRequest, "list", data)
 		return
+	}
+	// Alert notices (form outbox.AlertsForm, docs/design.md "Alerts") are not leads: the
+	// unfiltered list of every form leaves them out; choosing their form, a delivery
+	// state (a dead notice shows under "Dead"), a status or a search lists them.
+	if !f.Active() && len(h.cfg.Forms) == 0 && slices.Contains(data.Forms, outbox.AlertsForm) {
+		sf.Forms = slices.DeleteFunc(slices.Clone(data.Forms), func(s string) bool { return s == outbox.AlertsForm })
+		data.NoticesHidden = true
+		if len(sf.Forms) == 0 {
+			rq.render(http.StatusOK, "list", data)
+			return
+		}
 	}
 	items, next, err := h.cfg.Store.SearchSubmissions(ctx, sf)
 	if err != nil {
@@ -323,6 +380,7 @@ func newEventRow(e outbox.Event) eventRow {
 	var d struct {
 		User       string `json:"user"`
 		Route      string `json:"route"`
+		Reason     string `json:"reason"`
 		FromStatus string `json:"from_status"`
 		Address    string `json:"address"`
 		Errors     []outbox.FieldError
@@ -340,6 +398,8 @@ func newEventRow(e outbox.Event) eventRow {
 		row.Note = "fields " + strings.Join(fields, ", ")
 	case d.Address != "":
 		row.Note = "address " + d.Address
+	case d.Route != "" && d.Reason != "" && d.FromStatus == "":
+		row.Note = "route " + d.Route + ": " + d.Reason // autoreply.skipped
 	case d.Route != "":
 		row.Note = "route " + d.Route
 	case d.FromStatus != "":

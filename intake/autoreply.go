@@ -91,7 +91,8 @@ func CheckSender(from string) error {
 
 // planAutoreply adds the visitor's reply to out: for an accepted submission pending,
 // for a held-back one skipped (a release makes it due, and the store then applies the
-// window), never for a test submission or without a valid address. address is the
+// window), never for a test submission, without a valid address or to an address whose
+// domain is not public (publicRecipient; an autoreply.skipped event says so). address is the
 // visitor's validated address (replyTo). A body template that fails on this submission
 // drops the reply and records a template.failed event: there is no built-in reply.
 func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, address string, now time.Time) ([]outbox.Delivery, error) {
@@ -103,8 +104,12 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 	if !ok {
 		return out, nil // a non-ASCII local part: no provider path can send to it
 	}
+	if !publicRecipient(to) {
+		return out, markAutoreplySkipped(sub, ReasonRecipientNotPublic, now)
+	}
+	view := shownSubmission(sub) // no bidi controls in what the visitor reads (bidi.go)
 	text, html, failed := a.route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(),
-		Received: sub.CreatedAt, Fields: sub.Data}, "", "")
+		Received: sub.CreatedAt, Fields: view.Data}, "", "")
 	for _, f := range failed {
 		if err := markTemplateFailed(sub, f, now); err != nil {
 			return nil, err
@@ -113,7 +118,7 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 	if len(failed) > 0 {
 		return out, nil
 	}
-	p := outbox.Payload{From: a.From, To: to, Subject: c.subject(a.route, sub.Data, specials{}), Text: text, HTML: html,
+	p := outbox.Payload{From: a.From, To: to, Subject: c.subject(a.route, view.Data, specials{}), Text: text, HTML: html,
 		Autoreply: &outbox.AutoreplyGate{Form: c.Form, Key: outbox.AutoreplyKey(to),
 			WindowSeconds: int64(time.Duration(a.Window) / time.Second)}}
 	id, err := uuid.NewV7()

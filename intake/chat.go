@@ -22,11 +22,11 @@ func (c *Config) chatSubmission(sub *outbox.Submission, link string) chat.Submis
 	// files_url; never their content.
 	sign := c.fileLink(sub.CreatedAt)
 	for _, f := range deliveredFiles(sub) {
-		v := fileSummary(f) + " sha256 " + f.SHA256
+		field := chat.Field{Name: "file " + f.Field, Value: fileSummary(f) + " sha256 " + f.SHA256}
 		if sign != nil {
-			v += " " + sign(f.ID)
+			field.Link = sign(f.ID)
 		}
-		fields = append(fields, chat.Field{Name: "file " + f.Field, Value: v})
+		fields = append(fields, field)
 	}
 	return chat.Submission{Form: c.Form, ID: sub.ID.String(), Received: sub.CreatedAt, Fields: fields, Link: link}
 }

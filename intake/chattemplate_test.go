@@ -88,23 +88,23 @@ func TestChatTemplatesEscapeValuesOnEveryStore(t *testing.T) {
 		want func(link string) string
 	}{
 		{outbox.ChannelTelegram, "telegram.html", func(link string) string {
-			return `<b>Lead from &lt;b&gt;Eve&lt;/b&gt; &amp; &lt;!channel&gt; @everyone [x](https://evil.example)</b> <i>sales</i>` + "\n" +
-				`<pre>&lt;/pre&gt;&lt;a href=&quot;https://evil.example&quot;&gt;win&lt;/a&gt;</pre>` + "\n" +
+			return "<b>Lead from \u2068" + `&lt;b&gt;Eve&lt;/b&gt; &amp; &lt;!channel&gt; @everyone [x](https://evil.example)` + "\u2069</b> <i>sales</i>" + "\n" +
+				"<pre>\u2068" + `&lt;/pre&gt;&lt;a href=&quot;https://evil.example&quot;&gt;win&lt;/a&gt;` + "\u2069</pre>" + "\n" +
 				`<a href="` + link + `">Open</a>` + "\n"
 		}},
 		{outbox.ChannelSlack, "slack.txt", func(link string) string {
-			return `*Lead from &lt;b&gt;Eve&lt;/b&gt; &amp; &lt;!channel&gt; @everyone [x](https://evil.example)*` + "\n" +
-				`> &lt;/pre&gt;&lt;a href="https://evil.example"&gt;win&lt;/a&gt;` + "\n" +
+			return "*Lead from \u2068" + `&lt;b&gt;Eve&lt;/b&gt; &amp; &lt;!channel&gt; @everyone [x](https://evil.example)` + "\u2069*" + "\n" +
+				"> \u2068" + `&lt;/pre&gt;&lt;a href="https://evil.example"&gt;win&lt;/a&gt;` + "\u2069" + "\n" +
 				`<` + link + `|Open in the inbox>` + "\n"
 		}},
 		{outbox.ChannelDiscord, "discord.md", func(link string) string {
-			return `**Lead from \<b\>Eve\</b\> & \<!channel\> \@everyone \[x\]\(https\://evil\.example\)**` + "\n" +
-				`\</pre\>\<a href="https\://evil\.example"\>win\</a\>` + "\n" +
+			return "**Lead from \u2068" + `\<b\>Eve\</b\> & \<!channel\> \@everyone \[x\]\(https\://evil\.example\)` + "\u2069**" + "\n" +
+				"\u2068" + `\</pre\>\<a href="https\://evil\.example"\>win\</a\>` + "\u2069" + "\n" +
 				`[Open](<` + link + `>)` + "\n"
 		}},
 		{outbox.ChannelTeams, "teams.md", func(link string) string {
-			return `**Lead from \<b\>Eve\</b\> \& \<\!channel\> @everyone \[x\]\(https://evil\.example\)**` + "\n\n" +
-				`\</pre\>\<a href="https://evil\.example"\>win\</a\>` + "\n\n" +
+			return "**Lead from \u2068" + `\<b\>Eve\</b\> \& \<\!channel\> @everyone \[x\]\(https://evil\.example\)` + "\u2069**" + "\n\n" +
+				"\u2068" + `\</pre\>\<a href="https://evil\.example"\>win\</a\>` + "\u2069" + "\n\n" +
 				`[Open](` + link + `)` + "\n"
 		}},
 	}
@@ -151,8 +151,8 @@ func TestChatTemplateCutKeepsTheMarkup(t *testing.T) {
 	if n := chat.UTF16Len(text); n > 4096 {
 		t.Fatalf("text is %d long, over 4096", n)
 	}
-	if !strings.HasPrefix(text, "<b>Lead from Ada</b>\n<pre>&lt;&amp;&gt;") ||
-		!strings.Contains(text, ";</pre>\n<a href=\""+link+"\">Open</a>\n") ||
+	if !strings.HasPrefix(text, "<b>Lead from \u2068Ada\u2069</b>\n<pre>\u2068&lt;&amp;&gt;") ||
+		!strings.Contains(text, ";\u2069</pre>\n<a href=\""+link+"\">Open</a>\n") ||
 		!strings.HasSuffix(text, "<i>[cut to fit Telegram's 4096-character limit; the whole submission is stored]</i>") {
 		t.Fatalf("cut text %q", text)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 	"github.com/google/uuid"
@@ -32,6 +33,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 		}
 	}
 	inbox := c.inboxLink(sub)    // the submission's inbox page, for every route's message
+	view := shownSubmission(sub) // what people read: no bidi controls (bidi.go)
 	var chatSub *chat.Submission // rendered from once, for every chat route
 	for _, route := range routes {
 		var recipients []string
@@ -49,9 +51,9 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 				break
 			}
 			if text == "" {
-				inBody := replyToInBody(replyTo, sub.Data)
-				text = emailText(c.Form, sub, inBody, inbox)
-				if html, err = emailHTML(c.Form, sub, inBody, inbox); err != nil {
+				inBody := safetext.StripBidi(replyToInBody(replyTo, sub.Data)) // shown as text, like the fields
+				text = emailText(c.Form, view, inBody, inbox)
+				if html, err = emailHTML(c.Form, view, inBody, inbox); err != nil {
 					return nil, err
 				}
 			}
@@ -59,14 +61,14 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			if route.BodyText != "" || route.BodyHTML != "" {
 				var failed []TemplateFailure
 				rt, rh, failed = route.renderBodies(TemplateData{Form: c.Form, ID: sub.ID.String(), Link: inbox,
-					Received: sub.CreatedAt, Fields: sub.Data, Files: fileLines(sub)}, text, html)
+					Received: sub.CreatedAt, Fields: view.Data, Files: fileLines(view)}, text, html)
 				for _, f := range failed {
 					if err := markTemplateFailed(sub, f, now); err != nil {
 						return nil, err
 					}
 				}
 			}
-			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, sub.Data, sp), Text: rt, HTML: rh}
+			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, view.Data, sp), Text: rt, HTML: rh}
 			if route.Attach {
 				c.attach(&base, route, sub) // upload.go
 			}
@@ -78,12 +80,12 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			base = outbox.Payload{Body: hookBody}
 		case outbox.ChannelTelegram, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
 			if chatSub == nil {
-				s := c.chatSubmission(sub, inbox)
+				s := c.chatSubmission(view, inbox)
 				chatSub = &s
 			}
 			var to string
 			var failed *TemplateFailure
-			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: sub.Data, Files: fileLines(sub)}
+			d := ChatTemplateData{Form: c.Form, ID: chatSub.ID, Link: InboxLink(chatSub.Link), Received: sub.CreatedAt, Fields: view.Data, Files: fileLines(view)}
 			if base, to, failed, err = chatPayload(route, *chatSub, d); err != nil {
 				return nil, err
 			}

@@ -23,6 +23,9 @@ func (c *Config) Provision() error {
 	if hasControl(c.Form) {
 		return fmt.Errorf("intake: form name %q contains control characters", c.Form)
 	}
+	if c.Form == outbox.AlertsForm {
+		return fmt.Errorf("intake: form name %q is reserved for owner alerts", c.Form)
+	}
 	if c.Honeypot == "" {
 		c.Honeypot = DefaultHoneypot
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/jsonw"
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers"
 )
@@ -38,7 +39,9 @@ func (c *Config) subject(route Route, data outbox.Fields, sp specials) string {
 	default:
 		s = "New submission to form " + c.Form
 	}
-	return truncateRunes(singleLine(s), maxSubjectLength)
+	// The visitor's _subject, and any control the operator's text holds, lose their bidi
+	// controls here too: the header rules strip them again at send (providers/headers.go).
+	return truncateRunes(singleLine(safetext.StripBidi(s)), maxSubjectLength)
 }
 
 // replyToInBody returns the visitor's reply address when the body must carry it: the
@@ -117,20 +120,22 @@ func (c *Config) linkEmail(sub *outbox.Submission, link string) (*outbox.Payload
 }
 
 // emailHTMLTemplate escapes every visitor value (html/template): a submitted <script>
-// arrives as text.
+// arrives as text. Each value shown as text is in a <bdi> element, HTML's isolate: a
+// right-to-left name cannot reorder the table's labels around it (its bidi controls
+// are already gone, shownSubmission).
 var emailHTMLTemplate = template.Must(template.New("email").Parse(`<!DOCTYPE html>
 <html><body style="font-family:sans-serif">
 <p>New submission to form <strong>{{.Form}}</strong></p>
 <table cellpadding="6" style="border-collapse:collapse">
 {{- range .Data}}
-<tr><th align="left" valign="top">{{.Name}}</th><td style="white-space:pre-wrap">{{.Value}}</td></tr>
+<tr><th align="left" valign="top"><bdi>{{.Name}}</bdi></th><td style="white-space:pre-wrap"><bdi>{{.Value}}</bdi></td></tr>
 {{- end}}
 </table>
 {{- with .Files}}
 <p>Files:</p>
 <ul>
 {{- range .}}
-<li>{{.Field}}: {{.Name}} ({{.Size}}, {{.Type}})</li>
+<li><bdi>{{.Field}}</bdi>: <bdi>{{.Name}}</bdi> ({{.Size}}, {{.Type}})</li>
 {{- end}}
 </ul>
 {{- end}}

@@ -41,7 +41,7 @@ func TestEmailPayload(t *testing.T) {
 	if p.Text != wantText {
 		t.Errorf("Text =\n%s\nwant\n%s", p.Text, wantText)
 	}
-	for _, s := range []string{"<th align=\"left\" valign=\"top\">message</th>", "Hello\nthere", id.String()} {
+	for _, s := range []string{"<th align=\"left\" valign=\"top\"><bdi>message</bdi></th>", "Hello\nthere", id.String()} {
 		if !strings.Contains(p.HTML, s) {
 			t.Errorf("HTML lacks %q:\n%s", s, p.HTML)
 		}

@@ -22,9 +22,15 @@ const StatusQueued SubmissionStatus = "queued"
 
 // Spooler is the local fallback an Acceptor writes to when the store fails
 // (outbox/spool.Fallback is the real one). Append must be durable (fsynced) when it
-// returns nil: the visitor is told the submission is safe.
+// returns no error: the visitor is told the submission is safe. It judges sub's
+// idempotency key against the spooled submissions as a store judges it against its rows
+// and answers alike: the held id with Duplicate for a retry, KeyReused (with sub's id,
+// spooled quarantined) for other content, else sub's id with StatusQueued.
 type Spooler interface {
-	Append(sub *Submission, deliveries []Delivery) error
+	Append(sub *Submission, deliveries []Delivery) (AcceptResult, error)
+	// Holds reports whether a spooled submission not yet in the store binds sub's
+	// idempotency key.
+	Holds(sub *Submission) bool
 	// Waiting is the number of spooled submissions not yet in the store.
 	Waiting() int
 	// Wake asks the replayer to drain the spool soon.
@@ -99,19 +105,32 @@ func (a *Acceptor) spooler() Spooler {
 // StatusQueued). The store call gets its own deadline and ignores ctx's cancellation: a
 // complete post is worth keeping even if the visitor hung up. An error means neither the
 // store nor the spool kept sub; its text names ids, never field values.
+//
+// A post whose idempotency key a spooled submission binds goes to the spool first, even
+// with the store up: the store does not know the key until the replayer stores that
+// submission, and would bind the key to this post instead, so the id the first post was
+// answered with would never be stored. The spool answers it as the store will once
+// replayed (Spooler.Append).
 func (a *Acceptor) Accept(ctx context.Context, sub *Submission, deliveries []Delivery) (AcceptResult, error) {
 	logger := a.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	queued := AcceptResult{ID: sub.ID, Status: StatusQueued}
 	sp := a.spooler()
+	var queued AcceptResult
 	spooled := false
-	if sp != nil && a.WriteAhead {
-		if err := sp.Append(sub, deliveries); err != nil {
+	if sp != nil && (a.WriteAhead || sp.Holds(sub)) {
+		res, err := sp.Append(sub, deliveries)
+		switch {
+		case err != nil:
+			// The store is tried all the same: with a held key it may bind the key to
+			// this post, but refusing a post the store can take would be worse.
 			logger.Error("spool ahead of the store", zap.String("id", sub.ID.String()), zap.Error(err))
-		} else {
-			spooled = true
+		case res.Duplicate || res.KeyReused:
+			sp.Wake()
+			return res, nil
+		default:
+			spooled, queued = true, res
 		}
 	}
 	stored, err := a.store(ctx, sub, deliveries)
@@ -129,7 +148,8 @@ func (a *Acceptor) Accept(ctx context.Context, sub *Submission, deliveries []Del
 	if sp == nil {
 		return stored, err
 	}
-	if serr := sp.Append(sub, deliveries); serr != nil {
+	queued, serr := sp.Append(sub, deliveries)
+	if serr != nil {
 		return AcceptResult{}, errors.Join(err, fmt.Errorf("spool submission %s: %w", sub.ID, serr))
 	}
 	logger.Warn("store failed; submission spooled", zap.String("id", sub.ID.String()), zap.Error(err))

@@ -241,9 +241,12 @@ type fakeSpooler struct {
 	err     error
 }
 
-func (f *fakeSpooler) Append(*outbox.Submission, []outbox.Delivery) error { return f.err }
-func (f *fakeSpooler) Waiting() int                                       { return f.waiting }
-func (f *fakeSpooler) Wake()                                              { f.wakes++ }
+func (f *fakeSpooler) Append(*outbox.Submission, []outbox.Delivery) (outbox.AcceptResult, error) {
+	return outbox.AcceptResult{}, f.err
+}
+func (f *fakeSpooler) Holds(*outbox.Submission) bool { return false }
+func (f *fakeSpooler) Waiting() int                  { return f.waiting }
+func (f *fakeSpooler) Wake()                         { f.wakes++ }
 
 // A commit while the spool holds entries wakes the replayer: the store is back.
 func TestAcceptorDrainsTheSpoolOnceTheStoreAnswers(t *testing.T) {
@@ -256,5 +259,57 @@ func TestAcceptorDrainsTheSpoolOnceTheStoreAnswers(t *testing.T) {
 	}
 	if fs.wakes != 1 {
 		t.Errorf("replayer wake-ups = %d, want 1", fs.wakes)
+	}
+}
+
+// Retries of a keyed post during an outage are answered with the spooled post's id as
+// duplicates, and so is one that comes after the store is back but before the replayer
+// stored that post: the store must not bind the key to the retry. After replay the one
+// row is the id every answer named.
+func TestAcceptorAnswersAKeyTheSpoolHoldsWithItsID(t *testing.T) {
+	down := storetest.OpenSQLite(t)
+	if err := down.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fb := openFallback(t, t.TempDir())
+	keyed := func() (*outbox.Submission, []outbox.Delivery) {
+		sub := storetest.NewSubmission("contact", storetest.WithIdempotencyKey("K"))
+		return sub, []outbox.Delivery{storetest.NewDelivery(sub, "email", "team@example.com")}
+	}
+	ctx := context.Background()
+	post := func(acc *outbox.Acceptor) (outbox.AcceptResult, error) {
+		sub, ds := keyed()
+		return acc.Accept(ctx, sub, ds)
+	}
+	outage := &outbox.Acceptor{Store: down}
+	outage.SetSpool(fb)
+	sub, ds := keyed()
+	first, err := outage.Accept(ctx, sub, ds)
+	if err != nil || first.ID != sub.ID || first.Status != outbox.StatusQueued || first.Duplicate {
+		t.Fatalf("first post: %+v, %v", first, err)
+	}
+	want := outbox.AcceptResult{ID: first.ID, Status: outbox.StatusQueued, Duplicate: true}
+	if got, err := post(outage); err != nil || got != want {
+		t.Fatalf("retry during the outage: %+v, %v, want %+v", got, err, want)
+	}
+
+	up := storetest.OpenSQLite(t)
+	back := &outbox.Acceptor{Store: up}
+	back.SetSpool(fb)
+	if got, err := post(back); err != nil || got != want {
+		t.Fatalf("retry once the store is back, before replay: %+v, %v, want %+v", got, err, want)
+	}
+	if n := fb.Waiting(); n != 1 {
+		t.Fatalf("spooled entries = %d, want 1", n)
+	}
+	if _, err := fb.Spool.Replay(ctx, up, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.GetSubmission(ctx, first.ID); err != nil {
+		t.Fatalf("answered id %s not stored: %v", first.ID, err)
+	}
+	got, err := post(back)
+	if err != nil || got.ID != first.ID || got.Status != outbox.SubmissionAccepted || !got.Duplicate {
+		t.Fatalf("retry after replay: %+v, %v, want the stored %s", got, err, first.ID)
 	}
 }

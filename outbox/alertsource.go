@@ -44,6 +44,10 @@ type AlertCondition struct {
 	Destination string
 	// Since is when the condition began, as far as the source knows (zero: unknown).
 	Since time.Time
+	// Local marks a condition of this instance's in-process state (the spool, the store
+	// as this process sees it): the alert records the instance, and only this instance's
+	// evaluator resolves it, since another instance cannot see the condition.
+	Local bool
 }
 
 // AlertSource reports the conditions that hold now. Sources are polled by the alert

@@ -22,3 +22,7 @@ func AutoreplyKey(address string) string {
 	sum := sha256.Sum256([]byte(NormalizeAddress(address)))
 	return hex.EncodeToString(sum[:])
 }
+
+// EventAutoreplySkipped records that intake planned no autoreply for a submission that
+// would have had one; its data names the route and a reason, never the address.
+const EventAutoreplySkipped = "autoreply.skipped"

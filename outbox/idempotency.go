@@ -44,7 +44,7 @@ func Accept(ctx context.Context, s Store, sub *Submission, deliveries []Delivery
 }
 
 // acceptKeyed accepts sub; if its key turned out to be bound to other content, it
-// stores sub again as quarantined/idempotency_key_reused with its deliveries skipped:
+// stores sub again as quarantined/idempotency_key_reused (KeyReusedCopy):
 // such a row does not bind the key, so the second insert cannot collide on it, and the
 // answer (KeyReused, the new row's id and status) tells the truth about what was
 // stored. The caller's sub and deliveries are not modified.
@@ -53,6 +53,20 @@ func acceptKeyed(ctx context.Context, accept acceptFunc, sub *Submission, delive
 	if err != nil || !res.KeyReused {
 		return res, err
 	}
+	q, skipped := KeyReusedCopy(sub, deliveries)
+	again, err := accept(ctx, q, skipped)
+	if err != nil {
+		return again, err
+	}
+	again.KeyReused = true
+	return again, nil
+}
+
+// KeyReusedCopy is sub as it is stored when its idempotency key is bound to other
+// content: quarantined/idempotency_key_reused, with its deliveries skipped. Such a row
+// does not bind the key. The spool stores a reused key this way too
+// (outbox/spool/keys.go). sub and deliveries are not modified.
+func KeyReusedCopy(sub *Submission, deliveries []Delivery) (*Submission, []Delivery) {
 	q := *sub
 	q.Status, q.Reason = SubmissionQuarantined, ReasonIdempotencyKeyReused
 	skipped := make([]Delivery, len(deliveries))
@@ -60,10 +74,5 @@ func acceptKeyed(ctx context.Context, accept acceptFunc, sub *Submission, delive
 		d.Status = DeliverySkipped
 		skipped[i] = d
 	}
-	again, err := accept(ctx, &q, skipped)
-	if err != nil {
-		return again, err
-	}
-	again.KeyReused = true
-	return again, nil
+	return &q, skipped
 }

@@ -251,6 +251,11 @@ type Attempt struct {
 	ErrorCode         string
 	Error             string
 	ProviderMessageID string
+	// BodySHA256 is the hex SHA-256 of the request body the provider was sent (webhook
+	// and chat: what the receiver got, and for a webhook what its signature covers);
+	// empty for e-mail. It tells which body an attempt sent when a release rewrote the
+	// stored one (docs/design.md, "Told as it is when sent").
+	BodySHA256 string
 }
 
 // Event is an append-only record of something an operator may want to know about.

@@ -3,6 +3,8 @@ package outbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +73,12 @@ func (r Router) Send(ctx context.Context, d Delivery) (providers.Result, error) 
 	res, err := p.Send(ctx, m)
 	if res.Provider == "" {
 		res.Provider = p.Name()
+	}
+	if len(m.Body) > 0 {
+		// The webhook and chat providers post m.Body byte for byte (and a webhook's
+		// signature covers exactly it), so its hash names what the receiver got.
+		sum := sha256.Sum256(m.Body)
+		res.BodySHA256 = hex.EncodeToString(sum[:])
 	}
 	return res, err
 }

@@ -2,6 +2,8 @@ package outbox_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -115,5 +117,22 @@ func TestRouterSendsChatChannels(t *testing.T) {
 		if got != c.recipient {
 			t.Fatalf("%s provider got recipient %q, want %q", c.ch, got, c.recipient)
 		}
+	}
+}
+
+// The router reports the SHA-256 of the body it handed the provider, sent or not, so the
+// attempt row says which body a webhook or chat message carried; an e-mail has none.
+func TestRouterReportsTheBodySent(t *testing.T) {
+	hook, mail := fake.New("hook"), fake.New("mail")
+	r := outbox.Router{Webhook: hook, Email: mail}
+	body := `{"id":"x","status":"accepted"}`
+	dw := delivery(outbox.ChannelWebhook, "https://crm.example.com/h", outbox.Payload{URL: "https://crm.example.com/h", Body: json.RawMessage(body)})
+	sum := sha256.Sum256([]byte(body))
+	if res, err := r.Send(context.Background(), dw); err != nil || res.BodySHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("webhook: %+v, %v; want body sha256 %x", res, err, sum)
+	}
+	de := delivery(outbox.ChannelEmail, "sales@example.com", outbox.Payload{To: "sales@example.com", Subject: "Hi", Text: "t"})
+	if res, err := r.Send(context.Background(), de); err != nil || res.BodySHA256 != "" {
+		t.Fatalf("email: %+v, %v; want no body hash", res, err)
 	}
 }

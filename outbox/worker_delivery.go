@@ -193,6 +193,7 @@ func (w *Worker) completion(d Delivery, res providers.Result, sendErr error, sta
 			StartedAt:         started,
 			FinishedAt:        finished,
 			ProviderMessageID: res.MessageID,
+			BodySHA256:        res.BodySHA256,
 		},
 	}
 	if sendErr == nil {

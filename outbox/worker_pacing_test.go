@@ -95,7 +95,7 @@ func (okProvider) Send(context.Context, providers.Message) (providers.Result, er
 func TestPacedEmailLeavesSlotsToOtherChannels(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s outbox.Store) {
 		const emails, webhooks, rate = 200, 20, 2.0
-		interval := time.Duration(float64(time.Second) / rate)
+		interval := ratelimit.Interval(rate)
 		emailIDs := acceptEmails(t, s, emails)
 		for i := range webhooks {
 			sub := storetest.NewSubmission("contact")
@@ -219,8 +219,9 @@ func (r *releaseCounter) counts() (releases, claims int) {
 	return r.releases, r.claims
 }
 
-// TestPacedHold: refused e-mails whose slot is within PacedHold (1 s by default) wait
-// for it in the worker, leased, and are sent on it without going back to the store;
+// TestPacedHold: refused e-mails whose slot is within PacedHold (1 s by default; here
+// the two intervals of 2/s with their headroom, 1.02 s) wait for it in the worker,
+// leased, and are sent on it without going back to the store;
 // later ones are released as before. Then the worker falls behind (the clock jumps 3 s
 // past the next slots before the loop claims them, as on a loaded machine): the claim
 // that finds three slots come at once sends them an interval apart, held, rather than
@@ -229,7 +230,7 @@ func (r *releaseCounter) counts() (releases, claims int) {
 func TestPacedHold(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s outbox.Store) {
 		const emails, rate = 6, 2.0
-		interval := time.Duration(float64(time.Second) / rate)
+		interval := ratelimit.Interval(rate)
 		var ids []uuid.UUID
 		for _, d := range acceptEmails(t, s, emails) {
 			ids = append(ids, d.ID)
@@ -240,10 +241,11 @@ func TestPacedHold(t *testing.T) {
 		log := &sendLog{clock: clock, lease: time.Minute, next: outbox.Router{Email: okProvider{}},
 			sent: map[outbox.Channel][]time.Time{}, calls: map[string]int{}}
 		startWorker(t, outbox.WorkerConfig{Store: counted, Sender: log, Pacer: &channelPacer{ch: outbox.ChannelEmail, rate: rate},
-			Now: clock.Now, After: clock.After, ProcessClock: true, Lease: time.Minute, PollInterval: time.Hour})
+			Now: clock.Now, After: clock.After, ProcessClock: true, Lease: time.Minute, PollInterval: time.Hour,
+			PacedHold: 2 * interval})
 
-		// e-mail 0 is sent at once; 1 and 2 (slots at +0.5 s and +1 s) are held; 3, 4 and 5
-		// (+1.5 s, +2 s, +2.5 s) go back to the store.
+		// e-mail 0 is sent at once; 1 and 2 (slots one and two intervals on) are held; 3, 4
+		// and 5 go back to the store.
 		waitFor(t, 30*time.Second, "the first e-mail sent and three released", func() bool {
 			r, _ := counted.counts()
 			return log.count(outbox.ChannelEmail) == 1 && r == 3
@@ -265,7 +267,7 @@ func TestPacedHold(t *testing.T) {
 			clock.Advance(interval)
 			waitFor(t, 30*time.Second, fmt.Sprintf("held e-mail %d sent", k), func() bool { return log.count(outbox.ChannelEmail) >= k })
 		}
-		// Late: the loop's wake for +1.5 s fires only at +4 s, when 3, 4 and 5 are all due.
+		// Late: the loop's wake for e-mail 3's slot fires only 3 s on, when 3, 4 and 5 are all due.
 		clock.Advance(3 * time.Second)
 		waitFor(t, 30*time.Second, "the late claim's first e-mail sent", func() bool { return log.count(outbox.ChannelEmail) >= 4 })
 		for k := 5; k <= emails; k++ {
@@ -279,7 +281,8 @@ func TestPacedHold(t *testing.T) {
 		log.mu.Lock()
 		sent := append([]time.Time(nil), log.sent[outbox.ChannelEmail]...)
 		log.mu.Unlock()
-		want := []time.Duration{0, interval, 2 * interval, 4 * time.Second, 4*time.Second + interval, 4*time.Second + 2*interval}
+		late := 2*interval + 3*time.Second
+		want := []time.Duration{0, interval, 2 * interval, late, late + interval, late + 2*interval}
 		for i, at := range sent {
 			if got := at.Sub(start); got != want[i] {
 				t.Errorf("e-mail %d sent at +%v, want +%v", i, got, want[i])

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 )
 
 // The rules for header values that reach a mail client live here, once, for every email
@@ -49,10 +51,10 @@ func PrepareHeaders(m Message) (Message, *Error) {
 	if perr := CheckHeaders(m); perr != nil {
 		return m, perr
 	}
-	m.To = StripBidi(m.To)
-	m.Subject = StripBidi(m.Subject)
+	m.To = safetext.StripBidi(m.To)
+	m.Subject = safetext.StripBidi(m.Subject)
 	if m.ReplyTo != "" {
-		list, err := mail.ParseAddressList(StripBidi(m.ReplyTo))
+		list, err := mail.ParseAddressList(safetext.StripBidi(m.ReplyTo))
 		if err != nil {
 			return m, &Error{Class: Permanent, Code: "bad_reply_to", Err: errors.New("reply-to is not an email address")}
 		}
@@ -87,25 +89,6 @@ func ReplyToHeader(addr string) (string, bool) {
 		return "", false
 	}
 	return addr[:at+1] + ascii, true
-}
-
-// StripBidi removes the bidi embedding, override and isolate controls (U+202A-U+202E,
-// U+2066-U+2069): in a Subject or a display name they let a visitor make the text a
-// reader sees run in another order than the text that was sent.
-func StripBidi(s string) string {
-	if !strings.ContainsFunc(s, isBidiControl) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isBidiControl(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func isBidiControl(r rune) bool {
-	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
 }
 
 // APIText returns a header value for an API provider (SES, Resend), which builds the
@@ -166,7 +149,7 @@ func FoldAddresses(name string, as []*mail.Address) string {
 			if i == 0 {
 				first = min(maxWord, foldAt-len(name)-2)
 			}
-			tokens = append(tokens, phrase(StripBidi(a.Name), first)...)
+			tokens = append(tokens, phrase(safetext.StripBidi(a.Name), first)...)
 		}
 		if i < len(as)-1 {
 			addr += ","
@@ -183,7 +166,7 @@ func FormatAddress(a *mail.Address) string {
 	if a.Name == "" {
 		return addrSpec(a.Address)
 	}
-	return strings.Join(phrase(StripBidi(a.Name), maxWord), " ") + " <" + addrSpec(a.Address) + ">"
+	return strings.Join(phrase(safetext.StripBidi(a.Name), maxWord), " ") + " <" + addrSpec(a.Address) + ">"
 }
 
 // addrSpec writes an address the way net/mail does (quoting a local part that needs

@@ -45,6 +45,10 @@ type Attachment struct {
 type Result struct {
 	Provider  string
 	MessageID string
+	// BodySHA256 is the hex SHA-256 of the request body sent, for a message that has
+	// one (webhook and chat post Message.Body as it is). outbox.Router fills it, so each
+	// provider need not; the attempt row keeps it.
+	BodySHA256 string
 }
 
 // Provider sends one message. Errors it returns should be *Error so the worker can tell

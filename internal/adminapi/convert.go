@@ -41,7 +41,7 @@ func newAttempt(a outbox.Attempt) Attempt {
 	return Attempt{
 		Attempt: a.Attempt, Provider: a.Provider, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
 		Outcome: string(a.Outcome), HTTPStatus: a.HTTPStatus, ErrorCode: a.ErrorCode,
-		Error: a.Error, ProviderMessageID: a.ProviderMessageID,
+		Error: a.Error, ProviderMessageID: a.ProviderMessageID, BodySHA256: a.BodySHA256,
 	}
 }
 

@@ -91,6 +91,7 @@ func NewServer(running func() Backend) *Server {
 	s.handle("POST suppressions", serveAddSuppression)
 	s.handle("DELETE suppressions", serveRemoveSuppression)
 	s.handle("POST spool/replay", serveSpoolReplay)
+	s.handle("GET alerts", serveListAlerts)
 	return s
 }
 

@@ -64,6 +64,10 @@ type Attempt struct {
 	ErrorCode         string    `json:"error_code,omitempty"`
 	Error             string    `json:"error,omitempty"`
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
+	// BodySHA256 is the hex SHA-256 of the request body this attempt sent (webhook and
+	// chat), so a receiver can tell which body it got (docs/design.md, "Told as it is
+	// when sent").
+	BodySHA256 string `json:"body_sha256,omitempty"`
 }
 
 // Feedback is a bounce, complaint or delivery report a provider sent about a delivery.

@@ -1,7 +1,8 @@
 // Package browsertest starts Debian's Chromium, headless, for tests that check what a
-// person sees: the inbox pages and the browser client. It never skips: a machine
-// without Chromium fails the test with the command that installs it, because
-// ./scripts/test installs it when it runs as root.
+// person sees: the inbox pages and the browser client. A machine without Chromium fails
+// the test with the command that installs it (./scripts/test installs it when it runs
+// as root); only ./scripts/test run by another user, outside CI, skips it and names it
+// at the end (internal/prereq).
 package browsertest
 
 import (
@@ -13,12 +14,14 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/prereq"
 )
 
 // EnvChromium names a Chromium binary to use instead of the one found on PATH.
 const EnvChromium = "FORM_OUTBOX_CHROMIUM"
 
-// Path returns the Chromium binary, failing t when there is none.
+// Path returns the Chromium binary; when there is none, prereq.Missing stops t.
 func Path(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(EnvChromium); p != "" {
@@ -29,7 +32,7 @@ func Path(t testing.TB) string {
 			return p
 		}
 	}
-	t.Fatalf("no Chromium found: install Debian's package (apt-get install -y chromium) or set %s; ./scripts/test installs it when run as root", EnvChromium)
+	prereq.Missing(t, "Chromium (apt-get install -y chromium, or set "+EnvChromium+"); ./scripts/test installs it when run as root")
 	return ""
 }
 

@@ -47,6 +47,7 @@ import (
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //		inbox_url URL                          # emails link to the submission in the inbox
 //		files_url URL [TTL]                    # signed file links in webhooks and chat (form_outbox_files)
+//		alerts { ... } | off                   # owner alerts; see parseAlerts
 //	}
 func ParseApp(d *caddyfile.Dispenser, a *App) error {
 	d.Next() // the option name
@@ -72,6 +73,8 @@ func ParseApp(d *caddyfile.Dispenser, a *App) error {
 			a.InboxURL, err = parseInboxURL(d)
 		case "files_url":
 			err = parseFilesURL(d, a) // files_handler.go
+		case "alerts":
+			a.Alerts, err = parseAlerts(d) // caddyfile_alerts.go
 		default:
 			err = d.Errf("unknown option %q", d.Val())
 		}

@@ -17,7 +17,7 @@ import (
 //		rate N/s|N/m|off                   # send pace to this chat; default 1/s (the bot: 30/s)
 //		(when, fallback: see parseRouteOption)
 //	}
-//	notify slack|discord|teams URL {       # the incoming webhook / workflow URL, a credential
+//	notify slack|discord|teams URL {       # the incoming webhook / workflow URL, a credential: {env.X}
 //		text FILE
 //		rate N/s|N/m|off                   # send pace to this URL; default slack 1/s, discord 2/s, teams 1/s
 //		(when, fallback: see parseRouteOption)
@@ -37,8 +37,9 @@ func parseChatNotify(d *caddyfile.Dispenser, ch outbox.Channel) (intake.Route, e
 		}
 		r.ChatID = d.Val()
 	} else {
-		// The URL is the credential, so the error does not repeat it.
-		if intake.CheckHTTPURL(d.Val()) != nil {
+		// The URL is the credential, so the error does not repeat it. A placeholder
+		// ({env.SLACK_URL}, secrets.go) is checked once resolved, at provision.
+		if !hasPlaceholder(d.Val()) && intake.CheckHTTPURL(d.Val()) != nil {
 			return r, d.Errf("notify %s: the webhook URL is not an absolute http(s) URL", ch)
 		}
 		r.URL = d.Val()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/internal/storage"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
@@ -54,6 +55,41 @@ type App struct {
 	// under it, valid for FilesURLTTL (default 7 days). Empty: no links.
 	FilesURL    string         `json:"files_url,omitempty"`
 	FilesURLTTL caddy.Duration `json:"files_url_ttl,omitempty"`
+	// Alerts configures owner alerts (docs/operations.md, "Alerts"). Absent: alerts are
+	// still evaluated and shown (inbox, CLI, admin API, metrics), and sent nowhere.
+	Alerts *AlertsConfig `json:"alerts,omitempty"`
+}
+
+// AlertsConfig is the JSON twin of the `alerts { ... }` block (parseAlerts). Zero
+// durations and numbers mean the defaults of outbox/alert.
+type AlertsConfig struct {
+	// Disabled turns the evaluator off (`alerts off`).
+	Disabled bool `json:"disabled,omitempty"`
+	// Email lists the addresses alerts are e-mailed to, through the configured e-mail
+	// providers.
+	Email []string `json:"email,omitempty"`
+	// Notify lists the chat and webhook targets, in the grammar of a form's routes
+	// (channel, url or chat_id, token, endpoint, secret, headers); guards and
+	// templates do not apply.
+	Notify []intake.Route `json:"notify,omitempty"`
+	// Interval is how often the sources are polled. Default 30s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Renotify is the "still happening" window: at most one notice per alert per
+	// window. Default 4h.
+	Renotify caddy.Duration `json:"renotify,omitempty"`
+	// StoreUnreachable is how long the store must fail (posts going to the spool)
+	// before it is an alert. Default 5m.
+	StoreUnreachable caddy.Duration `json:"store_unreachable,omitempty"`
+	// SpoolBacklog is how old the oldest spooled entry must be to be an alert. Default 15m.
+	SpoolBacklog caddy.Duration `json:"spool_backlog,omitempty"`
+	// FeedbackRate is the share of e-mails sent within FeedbackWindow that bounced or
+	// complained above which it is an alert, in percent. Default 5.
+	FeedbackRate float64 `json:"feedback_rate,omitempty"`
+	// FeedbackWindow is the window of FeedbackRate. Default 24h.
+	FeedbackWindow caddy.Duration `json:"feedback_window,omitempty"`
+	// FeedbackMin is the fewest e-mails sent in the window for the rate to count, so
+	// one bounce out of three sends is no alert. Default 20.
+	FeedbackMin int `json:"feedback_min,omitempty"`
 }
 
 // CheckNumbers refuses negative numbers and durations, which a JSON config can carry
@@ -62,6 +98,12 @@ func (a *App) CheckNumbers() error {
 	if w := a.Worker; w != nil {
 		if w.Concurrency < 0 || w.Batch < 0 || w.PollInterval < 0 || w.Lease < 0 || w.ShutdownGrace < 0 {
 			return fmt.Errorf("worker: concurrency, batch, poll_interval, lease and shutdown_grace must not be negative")
+		}
+	}
+	if al := a.Alerts; al != nil {
+		if al.Interval < 0 || al.Renotify < 0 || al.StoreUnreachable < 0 || al.SpoolBacklog < 0 || al.FeedbackWindow < 0 ||
+			al.FeedbackRate < 0 || al.FeedbackRate > 100 || al.FeedbackMin < 0 {
+			return fmt.Errorf("alerts: durations and numbers must not be negative, feedback_rate at most 100")
 		}
 	}
 	if r := a.Retry; r != nil {

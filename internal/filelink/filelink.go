@@ -43,14 +43,18 @@ func URL(key []byte, base string, id uuid.UUID, exp time.Time) string {
 	return strings.TrimRight(base, "/") + "/" + id.String() + "?" + q.Encode()
 }
 
-// Check verifies the exp and sig query values of a link to file id at now.
+// Check verifies the exp and sig query values of a link to file id at now. Only the
+// spelling URL writes is accepted: exp in canonical decimal (no sign, no leading zero, no
+// space) and sig in unpadded base64url with nothing around it. strconv.ParseInt takes
+// "+EXP" and "0EXP", and the base64 decoder skips line breaks, so without this one link
+// had many spellings that all checked; each is refused, even with the original signature.
 func Check(key []byte, id uuid.UUID, exp, sig string, now time.Time) error {
 	e, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil {
+	if err != nil || strconv.FormatInt(e, 10) != exp {
 		return ErrBadSignature
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(key, id, e)) {
+	want := base64.RawURLEncoding.EncodeToString(mac(key, id, e))
+	if !hmac.Equal([]byte(sig), []byte(want)) {
 		return ErrBadSignature
 	}
 	if now.Unix() >= e {

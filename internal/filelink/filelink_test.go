@@ -40,3 +40,31 @@ func TestLinkChecksOnlyWithItsKeyFileAndTime(t *testing.T) {
 		}
 	}
 }
+
+// Only the decimal form URL writes is accepted for the expiry, and only the encoding URL
+// writes for the signature: another spelling of the same values is refused even with the
+// original signature, so a link has exactly one form.
+func TestLinkAcceptsOnlyItsCanonicalForm(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	id := uuid.MustParse("0190b5a1-1111-7000-8000-000000000001")
+	exp := time.Unix(1_900_000_000, 0)
+	u, err := url.Parse(URL(key, "https://forms.example.com/files/", id, exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	sig := q.Get("sig")
+	for _, e := range []string{"+1900000000", "01900000000", "00001900000000", " 1900000000", "1900000000 ", "1900000000\n", "1_900_000_000"} {
+		if err := Check(key, id, e, sig, exp.Add(-time.Hour)); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("expiry %q: %v, want ErrBadSignature", e, err)
+		}
+	}
+	for _, s := range []string{sig + "=", sig + "\n", "\r\n" + sig, sig[:len(sig)-1] + string(sig[len(sig)-1]^1)} {
+		if err := Check(key, id, q.Get("exp"), s, exp.Add(-time.Hour)); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("signature %q: %v, want ErrBadSignature", s, err)
+		}
+	}
+	if err := Check(key, id, q.Get("exp"), sig, exp.Add(-time.Hour)); err != nil {
+		t.Errorf("the link as written: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/providers/ratelimit"
 )
 
 // TestPacerPacesEachTargetAtItsRate: e-mail at the chain's first provider's rate, each
@@ -46,13 +47,13 @@ func TestPacerPacesEachTargetAtItsRate(t *testing.T) {
 		d      outbox.Delivery
 		second time.Duration // 0: the second send is taken too
 	}{
-		{"email", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelEmail, Recipient: "sales@example.com"}, time.Second / 14},
-		{"webhook with rate", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelWebhook, Recipient: hookA}, 500 * time.Millisecond},
+		{"email", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelEmail, Recipient: "sales@example.com"}, ratelimit.Interval(14)},
+		{"webhook with rate", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelWebhook, Recipient: hookA}, ratelimit.Interval(2)},
 		{"webhook without", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelWebhook, Recipient: hookB}, 0},
-		{"slack default", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelSlack, Recipient: slackURL}, time.Second},
+		{"slack default", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelSlack, Recipient: slackURL}, ratelimit.Interval(1)},
 		{"discord off", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelDiscord, Recipient: "https://discord.com/api/webhooks/1/x"}, 0},
-		{"teams not configured: its default", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTeams, Recipient: "https://x.webhook.office.com/y"}, time.Second},
-		{"telegram chat", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTelegram, Recipient: "-100"}, time.Second},
+		{"teams not configured: its default", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTeams, Recipient: "https://x.webhook.office.com/y"}, ratelimit.Interval(1)},
+		{"telegram chat", outbox.Delivery{ID: uuid.New(), Channel: outbox.ChannelTelegram, Recipient: "-100"}, ratelimit.Interval(1)},
 	} {
 		if ok, at := p.Reserve(tc.d, t0); !ok {
 			t.Errorf("%s: the first send refused until %v", tc.name, at)
@@ -67,8 +68,7 @@ func TestPacerPacesEachTargetAtItsRate(t *testing.T) {
 	}
 	// Chat -100 sent at t0; the bot's other chats are taken one bot interval apart
 	// (30/s), and one more chat at the last one's instant waits for the bot's next slot.
-	botRate := 30.0
-	botInterval := time.Duration(float64(time.Second) / botRate)
+	botInterval := ratelimit.Interval(30)
 	at := t0
 	for i := 1; i < 30; i++ {
 		at = t0.Add(time.Duration(i) * botInterval)

@@ -90,7 +90,7 @@ func Register(reg *prometheus.Registry, extra ...prometheus.Collector) error {
 	for _, ch := range alertedChannels {
 		deadTotal.WithLabelValues(string(ch))
 	}
-	cs := append([]prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, intakeCounters{}}, extra...)
+	cs := append([]prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, alertNoticesDead, intakeCounters{}}, extra...)
 	for _, c := range cs {
 		if err := RegisterOnce(reg, c); err != nil {
 			return err
@@ -115,6 +115,48 @@ func SpoolGauge(entries func() int) prometheus.Collector {
 		Name: "form_outbox_spool_entries",
 		Help: "Submissions spooled on local disk and not yet stored in the database.",
 	}, func() float64 { return float64(entries()) })
+}
+
+// alertNoticesDead counts alert notices given up on: they never raise an alert of their
+// own (outbox/alert, DeadDeliveries), so this and the log are where they show.
+var alertNoticesDead = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "form_outbox_alert_notices_dead_total",
+	Help: "Alert notices given up on (the owner was not told through that target), by channel.",
+}, []string{"channel"})
+
+// AlertNoticeDead counts one dead alert notice.
+func AlertNoticeDead(ch outbox.Channel) { alertNoticesDead.WithLabelValues(string(ch)).Inc() }
+
+var alertsOpenDesc = prometheus.NewDesc("form_outbox_alerts_open",
+	"Owner alerts open, by kind (docs/operations.md, \"Alerts\").", []string{"kind"}, nil)
+
+// alertKinds are the kinds exported at 0 when none of theirs is open, so a rule on
+// form_outbox_alerts_open > 0 has a series from the start.
+var alertKinds = []string{outbox.AlertDeliveryDead, outbox.AlertUnrouted, outbox.AlertTemplateEmpty,
+	outbox.AlertDestinationParked, outbox.AlertStoreUnreachable, outbox.AlertSpoolBacklog,
+	outbox.AlertFeedbackRate, outbox.AlertCanaryFailed, outbox.AlertLedgerMismatch}
+
+type alertsGauge struct{ open func() []outbox.Alert }
+
+// AlertsGauge exports the open alerts per kind, read from open (the evaluator's last
+// pass) at scrape time.
+func AlertsGauge(open func() []outbox.Alert) prometheus.Collector { return alertsGauge{open} }
+
+// Describe implements prometheus.Collector.
+func (alertsGauge) Describe(ch chan<- *prometheus.Desc) { ch <- alertsOpenDesc }
+
+// Collect implements prometheus.Collector.
+func (g alertsGauge) Collect(ch chan<- prometheus.Metric) {
+	n := map[string]int{}
+	for _, k := range alertKinds {
+		n[k] = 0
+	}
+	for _, a := range g.open() {
+		n[a.Kind]++
+	}
+	for k, v := range n {
+		ch <- prometheus.MustNewConstMetric(alertsOpenDesc, prometheus.GaugeValue, float64(v), k)
+	}
 }
 
 var _ prometheus.Collector = intakeCounters{}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -77,16 +78,18 @@ func render(r Route, start, end time.Time, items []outbox.DigestItem) (outbox.Pa
 }
 
 // summary is a submission's fields on one line, "name: value · name: value", with line
-// breaks and control characters made spaces, cut to summaryRunes.
+// breaks and control characters made spaces, cut to summaryRunes. Bidi controls are
+// removed (internal/safetext): a name ending in U+202E would reverse the rest of the
+// line, the other fields and the "open" link included.
 func summary(f outbox.Fields) string {
 	var b strings.Builder
 	for i, fl := range f {
 		if i > 0 {
 			b.WriteString(" · ")
 		}
-		b.WriteString(fl.Name)
+		b.WriteString(safetext.StripBidi(fl.Name))
 		b.WriteString(": ")
-		b.WriteString(fl.Value)
+		b.WriteString(safetext.StripBidi(fl.Value))
 		if utf8.RuneCountInString(b.String()) > summaryRunes {
 			break
 		}
@@ -138,7 +141,7 @@ var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
 <ol>
 {{- range .Lines}}
 <li><span style="color:#666">{{.Received}}{{if .Late}} (late: from an earlier period){{end}}{{if .Test}} [test]{{end}}</span>
-{{- with .Summary}} {{.}}{{end}}
+{{- with .Summary}} <bdi>{{.}}</bdi>{{end}}
 {{- if .Link}} <a href="{{.Link}}">open</a>{{else}} <span style="color:#666">{{.ID}}</span>{{end}}</li>
 {{- end}}
 </ol>

@@ -40,3 +40,20 @@ func TestRenderCapsTheList(t *testing.T) {
 		}
 	}
 }
+
+// A name ending in U+202E does not reverse the rest of a digest line (the next field,
+// the "open" link): the summary keeps no bidi control, and in HTML it is isolated.
+func TestRenderKeepsNoBidiControl(t *testing.T) {
+	s, _ := Parse("daily at 08:00")
+	start := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	items := []outbox.DigestItem{{ID: uuid.Must(uuid.NewV7()), CreatedAt: start,
+		Data: outbox.Fields{{Name: "name", Value: "Mallory\u202e"}, {Name: "topic\u2067", Value: "sales"}}}}
+	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox"}, start, s.Next(start), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Text, "  name: Mallory · topic: sales\n") || !strings.Contains(p.HTML, " <bdi>name: Mallory · topic: sales</bdi> <a href=") ||
+		strings.ContainsAny(p.Text+p.HTML, "\u202e\u2067") {
+		t.Fatalf("digest:\n%s\n%s", p.Text, p.HTML)
+	}
+}

@@ -61,10 +61,10 @@ func (s *Store) completeSet(ctx context.Context, cs []outbox.Completion, live []
 // without reflection ([16]byte for a uuid): a completion checked and filled by
 // completion.Plan per element.
 type completeColumns struct {
-	status, lastError, provider, pmid, token, aprov, outcome, code, errText, apmid, kind, data []string
-	next, now, started, finished, at                                                           []time.Time
-	id, esub, edeliv                                                                           [][16]byte
-	att, http                                                                                  []int32
+	status, lastError, provider, pmid, token, aprov, outcome, code, errText, apmid, kind, data, body []string
+	next, now, started, finished, at                                                                 []time.Time
+	id, esub, edeliv                                                                                 [][16]byte
+	att, http                                                                                        []int32
 }
 
 func newCompleteColumns(n int) *completeColumns {
@@ -73,7 +73,7 @@ func newCompleteColumns(n int) *completeColumns {
 		att: make([]int32, 0, n), http: make([]int32, 0, n),
 	}
 	for _, s := range []*[]string{&k.status, &k.lastError, &k.provider, &k.pmid, &k.token, &k.aprov, &k.outcome,
-		&k.code, &k.errText, &k.apmid, &k.kind, &k.data} {
+		&k.code, &k.errText, &k.apmid, &k.kind, &k.data, &k.body} {
 		*s = make([]string, 0, n)
 	}
 	for _, t := range []*[]time.Time{&k.next, &k.now, &k.started, &k.finished, &k.at} {
@@ -91,7 +91,7 @@ func (k *completeColumns) add(c outbox.Completion) {
 	k.att, k.aprov, k.started = append(k.att, int32(a.Attempt)), append(k.aprov, a.Provider), append(k.started, a.StartedAt)
 	k.finished, k.outcome = append(k.finished, a.FinishedAt), append(k.outcome, string(a.Outcome))
 	k.http, k.code, k.errText = append(k.http, int32(a.HTTPStatus)), append(k.code, a.ErrorCode), append(k.errText, a.Error)
-	k.apmid = append(k.apmid, a.ProviderMessageID)
+	k.apmid, k.body = append(k.apmid, a.ProviderMessageID), append(k.body, a.BodySHA256)
 	k.kind, k.esub, k.edeliv = append(k.kind, e.kind), append(k.esub, e.sub), append(k.edeliv, e.delivery)
 	k.data, k.at = append(k.data, e.data), append(k.at, e.at)
 }
@@ -99,5 +99,5 @@ func (k *completeColumns) add(c outbox.Completion) {
 func (k *completeColumns) args() []any {
 	return []any{k.status, k.next, k.lastError, k.provider, k.pmid, k.now, k.id, k.token, k.att, k.aprov,
 		k.started, k.finished, k.outcome, k.http, k.code, k.errText, k.apmid, k.kind, k.esub, k.edeliv,
-		k.data, k.at}
+		k.data, k.at, k.body}
 }

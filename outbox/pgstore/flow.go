@@ -120,6 +120,23 @@ func (t flowTx) ReleaseDeliveries(ctx context.Context, submissionID uuid.UUID, n
 	return err
 }
 
+func (t flowTx) DuePayloads(ctx context.Context, submissionID uuid.UUID) ([]storeflow.DeliveryPayload, error) {
+	rows, err := t.tx.Query(ctx, fq.ActDuePayloads, [16]byte(submissionID))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storeflow.DeliveryPayload, error) {
+		var p storeflow.DeliveryPayload
+		err := r.Scan((*[16]byte)(&p.ID), &p.Payload)
+		return p, err
+	})
+}
+
+func (t flowTx) SetPayload(ctx context.Context, id uuid.UUID, payload []byte) error {
+	_, err := t.tx.Exec(ctx, fq.ActSetPayload, [16]byte(id), string(payload))
+	return err
+}
+
 func (t flowTx) MarkSpam(ctx context.Context, id uuid.UUID, reason string) error {
 	_, err := t.tx.Exec(ctx, fq.ActMarkSpam, [16]byte(id), reason)
 	return err

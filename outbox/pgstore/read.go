@@ -68,7 +68,7 @@ func scanAttempt(row pgx.Row) (outbox.Attempt, error) {
 		outcome string
 	)
 	err := row.Scan((*[16]byte)(&a.DeliveryID), &a.Attempt, &a.Provider, &a.StartedAt, &a.FinishedAt, &outcome,
-		&a.HTTPStatus, &a.ErrorCode, &a.Error, &a.ProviderMessageID)
+		&a.HTTPStatus, &a.ErrorCode, &a.Error, &a.ProviderMessageID, &a.BodySHA256)
 	if err != nil {
 		return a, err
 	}

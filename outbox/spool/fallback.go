@@ -1,7 +1,11 @@
 package spool
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -33,6 +37,10 @@ func CheckMode(mode string) error {
 type Fallback struct {
 	Spool    *Spool
 	Replayer *Replayer
+
+	// failingSince is when the replayer's passes began failing (unix nanoseconds), 0
+	// while the last pass stored: the store_unreachable alert's state (outbox/alert).
+	failingSince atomic.Int64
 }
 
 // StartFallback starts a replayer that drains s into store and returns both as the
@@ -41,11 +49,15 @@ type Fallback struct {
 // open, its owner closes it.
 func StartFallback(s *Spool, store outbox.Store, logger *zap.Logger, stored func()) *Fallback {
 	f := &Fallback{Spool: s, Replayer: &Replayer{Spool: s, Store: store, Logger: logger}}
-	if stored != nil {
-		f.Replayer.OnReplay = func(rep Report, _ error) {
-			if rep.Stored > 0 {
-				stored()
-			}
+	f.Replayer.OnReplay = func(rep Report, err error) {
+		switch {
+		case err == nil:
+			f.failingSince.Store(0)
+		case !errors.Is(err, context.Canceled):
+			f.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+		}
+		if stored != nil && rep.Stored > 0 {
+			stored()
 		}
 	}
 	f.Replayer.Start()
@@ -55,13 +67,26 @@ func StartFallback(s *Spool, store outbox.Store, logger *zap.Logger, stored func
 // Stop stops the replayer; the spool stays open.
 func (f *Fallback) Stop() { f.Replayer.Stop() }
 
-// Append spools one submission, fsynced when it returns nil.
-func (f *Fallback) Append(sub *outbox.Submission, deliveries []outbox.Delivery) error {
-	return f.Spool.Append(Entry{Submission: *sub, Deliveries: deliveries})
+// Append spools one submission, judging its idempotency key against the spooled ones
+// (Spool.Accept); what it appended is fsynced when it returns no error.
+func (f *Fallback) Append(sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error) {
+	return f.Spool.Accept(Entry{Submission: *sub, Deliveries: deliveries})
 }
+
+// Holds reports whether a spooled submission binds sub's idempotency key.
+func (f *Fallback) Holds(sub *outbox.Submission) bool { return f.Spool.Holds(sub) }
 
 // Waiting is the number of spooled entries not yet replayed.
 func (f *Fallback) Waiting() int { return f.Spool.Stats().Entries }
+
+// FailingSince is when replaying into the store began to fail, with no pass that
+// stored since; zero while the store takes what the spool holds (or nothing waits).
+func (f *Fallback) FailingSince() time.Time {
+	if n := f.failingSince.Load(); n != 0 {
+		return time.Unix(0, n).UTC()
+	}
+	return time.Time{}
+}
 
 // Wake asks the replayer for a pass soon.
 func (f *Fallback) Wake() { f.Replayer.Wake() }

@@ -61,6 +61,8 @@ type Spool struct {
 	appendErr   error
 	appendErrAt time.Time
 	appendErrN  int // size of the record that failed: what Recheck must be able to write
+
+	keys map[keyRef]*heldKey // idempotency keys the entries bind (keys.go)
 }
 
 // segInfo is what health needs about one segment without reading it again.
@@ -100,7 +102,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 	s := &Spool{
 		dir: dir, opts: opts, lock: lock,
 		syncFile: (*os.File).Sync, syncDir: syncDir,
-		segs: map[uint64]*segInfo{},
+		segs: map[uint64]*segInfo{}, keys: map[keyRef]*heldKey{},
 	}
 	seqs, err := s.listSegments()
 	if err != nil {
@@ -118,6 +120,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 		info := &segInfo{}
 		for _, r := range recs {
 			info.add(r.Entry.Submission.CreatedAt)
+			s.holdLocked(&r.Entry, seq, nil)
 			for _, f := range r.Entry.Submission.Files {
 				named[f.ID] = true
 			}
@@ -146,8 +149,19 @@ func (i *segInfo) add(created time.Time) {
 // segment, its directory entry are on stable storage. An error means e is NOT safe: the
 // caller must not claim success.
 //
-// The content of e's files is written first, beside the segments (files.go).
-func (s *Spool) Append(e Entry) error {
+// The content of e's files is written first, beside the segments (files.go). Append does
+// not judge e's idempotency key (Accept does); e's key is held only if no entry holds it.
+func (s *Spool) Append(e Entry) error { return s.append(e, nil) }
+
+// append is Append for an entry whose key Accept reserved (reserved nil: none).
+func (s *Spool) append(e Entry, reserved *heldKey) (err error) {
+	defer func() {
+		if err != nil {
+			s.mu.Lock()
+			s.releaseLocked(&e, reserved)
+			s.mu.Unlock()
+		}
+	}()
 	payload, err := encodeEntry(e)
 	if err != nil {
 		return err
@@ -166,6 +180,7 @@ func (s *Spool) Append(e Entry) error {
 	}
 	s.appendErr = nil
 	s.segs[s.actSeq].add(e.Submission.CreatedAt)
+	s.holdLocked(&e, s.actSeq, reserved)
 	return nil
 }
 
@@ -334,6 +349,7 @@ func (s *Spool) remove(seq uint64) error {
 	_ = s.syncDir(s.dir)
 	s.mu.Lock()
 	delete(s.segs, seq)
+	s.forgetLocked(seq)
 	s.mu.Unlock()
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -143,6 +144,35 @@ func (t flowTx) AcceptSubmission(ctx context.Context, id uuid.UUID) error {
 
 func (t flowTx) ReleaseDeliveries(ctx context.Context, submissionID uuid.UUID, now time.Time) error {
 	_, err := t.tx.ExecContext(ctx, fq.ActReleaseDeliveries, micros(now), submissionID.String())
+	return err
+}
+
+func (t flowTx) DuePayloads(ctx context.Context, submissionID uuid.UUID) ([]storeflow.DeliveryPayload, error) {
+	rows, err := t.tx.QueryContext(ctx, fq.ActDuePayloads, submissionID.String())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storeflow.DeliveryPayload
+	for rows.Next() {
+		var (
+			id      string
+			payload []byte
+		)
+		if err := rows.Scan(&id, &payload); err != nil {
+			return nil, err
+		}
+		uid, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("delivery id %q: %w", id, err)
+		}
+		out = append(out, storeflow.DeliveryPayload{ID: uid, Payload: payload})
+	}
+	return out, rows.Err()
+}
+
+func (t flowTx) SetPayload(ctx context.Context, id uuid.UUID, payload []byte) error {
+	_, err := t.tx.ExecContext(ctx, fq.ActSetPayload, id.String(), string(payload))
 	return err
 }
 

@@ -59,7 +59,7 @@ func completeIn(ctx context.Context, tx txQuerier, c outbox.Completion) error {
 	if _, err := tx.ExecContext(ctx, qInsertAttempt,
 		c.DeliveryID.String(), a.Attempt, a.Provider, micros(a.StartedAt),
 		micros(a.FinishedAt), string(a.Outcome), a.HTTPStatus, a.ErrorCode, a.Error,
-		a.ProviderMessageID); err != nil {
+		a.ProviderMessageID, a.BodySHA256); err != nil {
 		return fmt.Errorf("insert attempt: %w", err)
 	}
 	if c.Event != nil {

@@ -79,7 +79,7 @@ func scanAttempt(row scanner) (outbox.Attempt, error) {
 		started, finished int64
 	)
 	err := row.Scan(&id, &a.Attempt, &a.Provider, &started, &finished, &outcome,
-		&a.HTTPStatus, &a.ErrorCode, &a.Error, &a.ProviderMessageID)
+		&a.HTTPStatus, &a.ErrorCode, &a.Error, &a.ProviderMessageID, &a.BodySHA256)
 	if err != nil {
 		return a, err
 	}

@@ -10,12 +10,18 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+
+	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 )
 
 // Field is one submitted field, in form order.
 type Field struct {
 	Name  string
 	Value string
+	// Link, when set, is a URL made by the configuration (a signed file link), printed
+	// after the value and outside its isolate: chat services link a URL up to the next
+	// space, so an isolate mark after it would become part of the link.
+	Link string
 }
 
 // Submission is what a chat message is rendered from. Everything in it may have come
@@ -65,14 +71,32 @@ func UTF16Len(s string) int {
 	return n
 }
 
+// value renders one visitor value whole: its bidi controls removed, escaped, and
+// between FSI and PDI (internal/safetext), so that nothing in it can reorder the
+// operator's text around it (a name ending in U+202E reversed the label of the link
+// after it). Removing the controls keeps the Escape contract (one rune at a time), so a
+// cut still falls between runes; Fit and FitMarkup always write the closing PDI. An
+// empty value stays empty.
+func (f Format) value(text string) string {
+	text = safetext.StripBidi(text)
+	if text == "" {
+		return ""
+	}
+	return safetext.FSI + f.Escape(text) + safetext.PDI
+}
+
+// isolates is the length of the FSI and PDI around one value.
+func (f Format) isolates() int { return f.Length(safetext.FSI) + f.Length(safetext.PDI) }
+
 // Fit renders head, the body parts and tail. When the whole is longer than the limit,
 // the body is cut: parts are kept in order while they fit, the last one is cut between
-// runes of its visitor text (never inside an escape or the renderer's markup), and the
-// note is added before the tail, which is always kept. cut reports whether that happened.
+// runes of its visitor text (never inside an escape or the renderer's markup, and
+// always with its closing PDI), and the note is added before the tail, which is always
+// kept. cut reports whether that happened.
 func (f Format) Fit(head string, body []Part, tail string) (text string, cut bool) {
 	full := head
 	for _, p := range body {
-		full += p.Markup + f.Escape(p.Text)
+		full += p.Markup + f.value(p.Text)
 	}
 	full += tail
 	if f.Length(full) <= f.Limit {
@@ -87,14 +111,24 @@ parts:
 			break
 		}
 		out, budget = append(out, p.Markup...), budget-n
-		for _, r := range p.Text {
+		text := safetext.StripBidi(p.Text)
+		if text == "" {
+			continue
+		}
+		if budget < f.isolates() {
+			break
+		}
+		out, budget = append(out, safetext.FSI...), budget-f.isolates()
+		for _, r := range text {
 			e := f.Escape(string(r))
 			n := f.Length(e)
 			if n > budget {
+				out = append(out, safetext.PDI...)
 				break parts
 			}
 			out, budget = append(out, e...), budget-n
 		}
+		out = append(out, safetext.PDI...)
 	}
 	return string(out) + f.Note + tail, true
 }
@@ -104,13 +138,14 @@ parts:
 // would leave markup the service refuses (Telegram answers 400 to an unclosed <b>) or
 // shows broken. Only visitor text is cut, between runes, from the first value that does
 // not fit onwards, and the note goes at the end. Markup that alone exceeds the limit
-// is an error: the caller falls back to its built-in message.
+// is an error: the caller falls back to its built-in message. Each value is isolated
+// as in Fit; a value cut to nothing is left out whole.
 func (f Format) FitMarkup(parts []Part) (text string, cut bool, err error) {
 	var full strings.Builder
 	markup := f.Length(f.Note)
 	for _, p := range parts {
 		full.WriteString(p.Markup)
-		full.WriteString(f.Escape(p.Text))
+		full.WriteString(f.value(p.Text))
 		markup += f.Length(p.Markup)
 	}
 	if f.Length(full.String()) <= f.Limit {
@@ -123,7 +158,17 @@ func (f Format) FitMarkup(parts []Part) (text string, cut bool, err error) {
 	var out strings.Builder
 	for _, p := range parts {
 		out.WriteString(p.Markup)
-		for _, r := range p.Text {
+		text := safetext.StripBidi(p.Text)
+		if text == "" {
+			continue
+		}
+		if budget < f.isolates() {
+			budget = 0
+			continue
+		}
+		out.WriteString(safetext.FSI)
+		budget -= f.isolates()
+		for _, r := range text {
 			e := f.Escape(string(r))
 			n := f.Length(e)
 			if n > budget {
@@ -133,6 +178,7 @@ func (f Format) FitMarkup(parts []Part) (text string, cut bool, err error) {
 			out.WriteString(e)
 			budget -= n
 		}
+		out.WriteString(safetext.PDI)
 	}
 	out.WriteString(f.Note)
 	return out.String(), true, nil

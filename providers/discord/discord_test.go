@@ -50,7 +50,8 @@ func TestSendsTheRenderedMessageAndRecordsItsID(t *testing.T) {
 	if res.Provider != "discord" || res.MessageID == "" || res.MessageID != got[0].ID {
 		t.Fatalf("result %+v, want Discord's message id %s", res, got[0].ID)
 	}
-	want := "New submission to form contact\n\nname: Zoë\nmessage: Hello\nthere\n\n" +
+	// Each value is isolated (U+2068 ... U+2069, providers/chat/chat.go).
+	want := "New submission to form contact\n\nname: \u2068Zoë\u2069\nmessage: \u2068Hello\nthere\u2069\n\n" +
 		"Submission 0190d0c4-7a1b-7c3e-9f00-000000000001, received 2025-03-01T12:00:00Z\nOpen in the inbox"
 	if got[0].Visible != want {
 		t.Fatalf("visible text\n%q\nwant\n%q", got[0].Visible, want)
@@ -79,7 +80,7 @@ func TestVisitorTextCannotPingOrFormat(t *testing.T) {
 		t.Fatalf("visitor text made pings %q, mentions %q, links %q", g.Pings, g.Mentions, g.Links)
 	}
 	for _, v := range hostile {
-		if !strings.Contains(g.Visible, "f**x**: "+v+"\n") {
+		if !strings.Contains(g.Visible, "f**x**: \u2068"+v+"\u2069\n") {
 			t.Errorf("the reader does not see %q as written:\n%s", v, g.Visible)
 		}
 	}

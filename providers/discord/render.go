@@ -62,6 +62,9 @@ func Render(s chat.Submission) ([]byte, error) {
 	body := make([]chat.Part, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		body = append(body, chat.Part{Markup: "\n**" + EscapeMarkdown(f.Name) + "**: ", Text: f.Value})
+		if f.Link != "" {
+			body = append(body, chat.Part{Markup: " " + EscapeMarkdown(f.Link)})
+		}
 	}
 	tail := "\n\n*Submission " + EscapeMarkdown(s.ID) + ", received " + EscapeMarkdown(s.Received.UTC().Format(time.RFC3339)) + "*"
 	if s.Link != "" {

@@ -47,19 +47,20 @@ func startWaits(t *testing.T, b *ratelimit.Bucket, clock *outbox.ManualClock, n 
 func TestBucketSpacesSendsByTheRate(t *testing.T) {
 	clock := outbox.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := ratelimit.NewBucket(2, clock.Now, clock.After)
+	iv := ratelimit.Interval(2) // 500 ms and its headroom
 	done := startWaits(t, b, clock, 3)
 	if got := len(done); got != 1 {
-		t.Fatalf("%d sends went at once, want 1 (a rate of 2/s spaces them 500ms apart)", got)
+		t.Fatalf("%d sends went at once, want 1 (a rate of 2/s spaces them %v apart)", got, iv)
 	}
 	<-done
-	clock.Advance(499 * time.Millisecond)
+	clock.Advance(iv - time.Millisecond)
 	if got := len(done); got != 0 {
-		t.Fatalf("a second send went %v after the first, want 500ms", 499*time.Millisecond)
+		t.Fatalf("a second send went %v after the first, want %v", iv-time.Millisecond, iv)
 	}
 	clock.Advance(time.Millisecond)
 	waitLen(t, done, 1)
 	<-done
-	clock.Advance(500 * time.Millisecond)
+	clock.Advance(iv)
 	waitLen(t, done, 1)
 }
 
@@ -106,7 +107,7 @@ func TestSendCutShortWhileWaitingIsTemporaryAndNotSent(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := p.Send(context.Background(), providers.Message{ID: "c"}); done <- err }()
 	poll(t, "the next send to wait", func() bool { return clock.Waiters() == 2 })
-	clock.Advance(time.Second)
+	clock.Advance(ratelimit.Interval(1))
 	if err := <-done; err != nil || f.Delivered("c") != 1 {
 		t.Fatalf("next send: %v, delivered %d", err, f.Delivered("c"))
 	}
@@ -136,6 +137,8 @@ func TestEndedWaitHandsBackAFreeSlot(t *testing.T) {
 func TestPacerSpreadsWhatItRefuses(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	iv := ratelimit.Interval(2) // 500 ms and its headroom
+	slot := func(n int) time.Time { return t0.Add(time.Duration(n) * iv) }
 	var p ratelimit.Pacer
 	email := []ratelimit.Limit{{Key: "email", PerSecond: 2}}
 	if ok, _ := p.Reserve("0", email, t0); !ok {
@@ -143,32 +146,32 @@ func TestPacerSpreadsWhatItRefuses(t *testing.T) {
 	}
 	for i := 1; i <= 3; i++ {
 		ok, at := p.Reserve(fmt.Sprint(i), email, t0)
-		if want := ms(500 * i); ok || !at.Equal(want) {
+		if want := slot(i); ok || !at.Equal(want) {
 			t.Fatalf("send %d: %v, slot %v; want refused, slot %v", i, ok, at, want)
 		}
 	}
-	if ok, _ := p.Reserve("1", email, ms(500)); !ok {
+	if ok, _ := p.Reserve("1", email, slot(1)); !ok {
 		t.Fatal("send 1 refused at its slot")
 	}
-	if ok, at := p.Reserve("4", email, ms(500)); ok || !at.Equal(ms(2000)) {
-		t.Fatalf("a new send at 0.5s: %v, slot %v; want refused, behind the queue (2s)", ok, at)
+	if ok, at := p.Reserve("4", email, slot(1)); ok || !at.Equal(slot(4)) {
+		t.Fatalf("a new send at slot 1: %v, slot %v; want refused, behind the queue (slot 4)", ok, at)
 	}
-	if ok, at := p.Reserve("3", email, ms(1000)); ok || !at.Equal(ms(1500)) {
-		t.Fatalf("send 3 back early: %v, slot %v; want refused, its slot kept (1.5s)", ok, at)
+	if ok, at := p.Reserve("3", email, ms(1000)); ok || !at.Equal(slot(3)) {
+		t.Fatalf("send 3 back early: %v, slot %v; want refused, its slot kept (slot 3)", ok, at)
 	}
 	if ok, _ := p.Reserve("2", email, ms(1300)); !ok {
 		t.Fatal("send 2 refused when its claim came late")
 	}
-	// Send 3's slot (1.5s) has come, but send 2 went only 0.2s ago: it waits until the
-	// interval since send 2 is over, and a new send still queues behind the queue.
-	if ok, at := p.Reserve("3", email, ms(1500)); ok || !at.Equal(ms(1800)) {
-		t.Fatalf("send 3 at its slot, 0.2s after send 2: %v, slot %v; want refused, slot 1.8s", ok, at)
+	// Send 3's slot has come, but send 2 went less than an interval ago: it waits until
+	// the interval since send 2 is over, and a new send still queues behind the queue.
+	if ok, at := p.Reserve("3", email, slot(3)); ok || !at.Equal(ms(1300).Add(iv)) {
+		t.Fatalf("send 3 at its slot, %v after send 2: %v, slot %v; want refused, an interval after send 2", slot(3).Sub(ms(1300)), ok, at)
 	}
-	if ok, _ := p.Reserve("3", email, ms(1800)); !ok {
+	if ok, _ := p.Reserve("3", email, ms(1300).Add(iv)); !ok {
 		t.Fatal("send 3 refused at its moved slot")
 	}
-	if ok, at := p.Reserve("6", email, ms(1800)); ok || !at.Equal(ms(2500)) {
-		t.Fatalf("a new send at 1.8s: %v, slot %v; want refused, behind send 4 (2.5s)", ok, at)
+	if ok, at := p.Reserve("6", email, ms(1300).Add(iv)); ok || !at.Equal(slot(5)) {
+		t.Fatalf("a new send after send 3: %v, slot %v; want refused, behind send 4 (slot 5)", ok, at)
 	}
 	if ok, _ := p.Reserve("5", nil, t0); !ok {
 		t.Fatal("a send with no limits was refused")

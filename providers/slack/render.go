@@ -58,6 +58,9 @@ func Render(s chat.Submission) ([]byte, error) {
 	body := make([]chat.Part, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		body = append(body, chat.Part{Markup: "\n*" + EscapeMrkdwn(f.Name) + "*: ", Text: f.Value})
+		if f.Link != "" {
+			body = append(body, chat.Part{Markup: " " + EscapeMrkdwn(f.Link)})
+		}
 	}
 	section, _ := sectionFormat.Fit("*"+title+"*\n", body, "")
 	footer := "Submission " + EscapeMrkdwn(s.ID) + ", received " + s.Received.UTC().Format(time.RFC3339)

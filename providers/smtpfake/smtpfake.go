@@ -94,6 +94,7 @@ type Server struct {
 	mu       sync.Mutex
 	script   map[Stage][]Reply
 	received []Message
+	rcpts    []string      // every RCPT TO address, accepted or not, in order
 	arrived  chan struct{} // closed and replaced each time a message is received
 	sessions int
 	conns    map[net.Conn]struct{}
@@ -172,6 +173,14 @@ func (s *Server) Received() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Message(nil), s.received...)
+}
+
+// Rcpts returns every address a client named in RCPT TO, in order, whether or not a
+// message followed: what a relay would have been asked to deliver to.
+func (s *Server) Rcpts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.rcpts...)
 }
 
 // Delivered returns the messages answered 250 after DATA.
@@ -413,6 +422,9 @@ func (ss *session) command(verb, arg string) error {
 		if !ok {
 			return ss.reply(501, "5.5.4 syntax: RCPT TO:<address>")
 		}
+		ss.s.mu.Lock()
+		ss.s.rcpts = append(ss.s.rcpts, addr)
+		ss.s.mu.Unlock()
 		ss.to = append(ss.to, addr)
 		return ss.reply(250, "2.1.5 ok")
 	case "DATA":

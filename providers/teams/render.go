@@ -92,6 +92,9 @@ func Render(s chat.Submission) ([]byte, error) {
 			sep = ""
 		}
 		body = append(body, chat.Part{Markup: sep + "**" + EscapeMarkdown(f.Name) + "**: ", Text: f.Value})
+		if f.Link != "" {
+			body = append(body, chat.Part{Markup: " " + EscapeMarkdown(f.Link)})
+		}
 	}
 	fields, _ := textFormat.Fit("", body, "")
 	blocks := []textBlock{{Type: "TextBlock", Text: "New submission to form " + EscapeMarkdown(s.Form), Wrap: true, Weight: "Bolder", Size: "Medium"}}

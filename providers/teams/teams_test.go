@@ -49,7 +49,7 @@ func TestSendsTheRenderedCard(t *testing.T) {
 	}
 	b := got[0].Blocks
 	if b[0].Visible != "New submission to form contact" ||
-		b[1].Visible != "name: Zoë\n\nmessage: Hello\n\nthere" ||
+		b[1].Visible != "name: \u2068Zoë\u2069\n\nmessage: \u2068Hello\n\nthere\u2069" ||
 		b[2].Visible != "Submission 0190d0c4-7a1b-7c3e-9f00-000000000001, received 2025-03-01T12:00:00Z" {
 		t.Fatalf("blocks as read: %q / %q / %q", b[0].Visible, b[1].Visible, b[2].Visible)
 	}
@@ -74,7 +74,7 @@ func TestVisitorTextCannotFormatOrLink(t *testing.T) {
 		t.Fatalf("visitor text made links %q or bold %q", blk.Links, blk.Bold)
 	}
 	for _, v := range hostile {
-		if !strings.Contains(blk.Visible, "f**x**: "+v) {
+		if !strings.Contains(blk.Visible, "f**x**: \u2068"+v+"\u2069") {
 			t.Errorf("the reader does not see %q as written:\n%s", v, blk.Visible)
 		}
 	}

@@ -58,6 +58,9 @@ func Render(chatID string, s chat.Submission) ([]byte, error) {
 	body := make([]chat.Part, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		body = append(body, chat.Part{Markup: "\n<b>" + EscapeHTML(f.Name) + "</b>: ", Text: f.Value})
+		if f.Link != "" {
+			body = append(body, chat.Part{Markup: " " + EscapeHTML(f.Link)})
+		}
 	}
 	tail := "\n\n<i>Submission " + EscapeHTML(s.ID) + ", received " + s.Received.UTC().Format(time.RFC3339) + "</i>"
 	if s.Link != "" {

@@ -92,7 +92,8 @@ func TestSendsTheRenderedMessage(t *testing.T) {
 	if sm.ChatID != chatID || sm.ParseMode != "HTML" || !sm.LinkPreviewOptions.IsDisabled {
 		t.Fatalf("sendMessage = %+v, want chat %s, HTML, link previews off", sm, chatID)
 	}
-	want := "New submission to form contact\n\nname: Zoë\nmessage: Hello\nthere\n\n" +
+	// Each value is isolated (U+2068 ... U+2069, providers/chat/chat.go).
+	want := "New submission to form contact\n\nname: \u2068Zoë\u2069\nmessage: \u2068Hello\nthere\u2069\n\n" +
 		"Submission 0190d0c4-7a1b-7c3e-9f00-000000000001, received 2025-03-01T12:00:00Z\nOpen in the inbox"
 	if got[0].Visible != want {
 		t.Fatalf("visible text\n%q\nwant\n%q", got[0].Visible, want)
@@ -119,7 +120,7 @@ func TestVisitorMarkupArrivesAsText(t *testing.T) {
 	}
 	got := fake.Messages()[0]
 	for i, v := range hostile {
-		if line := fmt.Sprintf("f%d<b>: %s", i, v); !strings.Contains(got.Visible, line) {
+		if line := fmt.Sprintf("f%d<b>: \u2068%s\u2069", i, v); !strings.Contains(got.Visible, line) {
 			t.Errorf("visible text lacks %q:\n%s", line, got.Visible)
 		}
 	}

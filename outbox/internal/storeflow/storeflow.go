@@ -33,6 +33,8 @@ type Driver interface {
 // dialect needs it (PostgreSQL's FOR UPDATE; SQLite's single writer serializes
 // everything).
 type Tx interface {
+	AlertTx
+
 	// FeedbackDeliveryByID is the email or autoreply delivery with this id.
 	FeedbackDeliveryByID(ctx context.Context, id uuid.UUID) (outbox.Delivery, error)
 	// FeedbackDeliveryByMessageID is an email or autoreply delivery with this provider
@@ -65,6 +67,11 @@ type Tx interface {
 	// ReleaseDeliveries makes a submission's skipped deliveries pending with a fresh
 	// attempt budget, due at now.
 	ReleaseDeliveries(ctx context.Context, submissionID uuid.UUID, now time.Time) error
+	// DuePayloads are the payloads of a submission's pending webhook deliveries: those a
+	// release just made due, whose body restate rewrites.
+	DuePayloads(ctx context.Context, submissionID uuid.UUID) ([]DeliveryPayload, error)
+	// SetPayload replaces a delivery's payload.
+	SetPayload(ctx context.Context, id uuid.UUID, payload []byte) error
 	// MarkSpam makes a submission spam with reason.
 	MarkSpam(ctx context.Context, id uuid.UUID, reason string) error
 	// SkipDeliveries skips a submission's pending, failed and dead deliveries.
@@ -114,6 +121,7 @@ type Queries struct {
 	ActRetryTarget, ActRetry                          string
 	ActSubmissionTarget, ActRelease                   string
 	ActReleaseDeliveries, ActMarkSpam                 string
+	ActDuePayloads, ActSetPayload                     string
 	ActSkipDeliveries, ActErase, ActUnsuppressTarget  string
 	EraseAutoreplies                                  string
 	PruneSubmissions, PruneEvents, PruneAutoreplies   string
@@ -125,6 +133,12 @@ type RetryTarget struct {
 	Route        string
 	SubmissionID uuid.UUID
 	Form         string
+}
+
+// DeliveryPayload is one of Tx.DuePayloads' answers.
+type DeliveryPayload struct {
+	ID      uuid.UUID
+	Payload []byte
 }
 
 // SubmissionTarget is Tx.SubmissionTarget's answer.
@@ -320,6 +334,9 @@ func act(ctx context.Context, tx Tx, a *outbox.Action) (outbox.Event, error) {
 		if err := tx.ReleaseDeliveries(ctx, id, a.Now); err != nil {
 			return outbox.Event{}, err
 		}
+		if err := restate(ctx, tx, id, outbox.SubmissionAccepted); err != nil {
+			return outbox.Event{}, err
+		}
 		return outbox.ActionEvent(*a, t.Form, "", string(t.Status), t.Reason)
 	case outbox.ActionMarkSpam:
 		if t.Status != outbox.SubmissionAccepted {
@@ -416,4 +433,25 @@ func ClaimWindow(p outbox.ClaimParams) (now, lockedUntil time.Time, ok bool, err
 	}
 	now = orNow(p.Now)
 	return now, now.Add(p.Lease), true, nil
+}
+
+// restate tells a submission's due webhook deliveries its new status, in the
+// transaction that changed it (outbox.RestatePayload; docs/design.md, "Told as it is
+// when sent"). A payload that does not decode is left alone: the router refuses it at
+// send time as bad_payload, with the delivery's id, which is where the operator looks.
+func restate(ctx context.Context, tx Tx, submissionID uuid.UUID, status outbox.SubmissionStatus) error {
+	ps, err := tx.DuePayloads(ctx, submissionID)
+	if err != nil {
+		return fmt.Errorf("due payloads: %w", err)
+	}
+	for _, p := range ps {
+		out, changed, err := outbox.RestatePayload(p.Payload, status)
+		if err != nil || !changed {
+			continue
+		}
+		if err := tx.SetPayload(ctx, p.ID, out); err != nil {
+			return fmt.Errorf("restate delivery %s: %w", p.ID, err)
+		}
+	}
+	return nil
 }

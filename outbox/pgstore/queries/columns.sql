@@ -16,7 +16,7 @@ id, submission_id, route, channel, recipient, status, attempts, max_attempts,
 
 -- name: AttemptColumns
 delivery_id, attempt, provider, started_at, finished_at, outcome,
-	http_status, error_code, error, provider_message_id
+	http_status, error_code, error, provider_message_id, body_sha256
 
 -- name: NilUUID
 -- uuid.Nil in SQL: the completion statements' "unset" for a uuid, which travels as a

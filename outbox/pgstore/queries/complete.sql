@@ -19,9 +19,9 @@ WITH c AS (
 	SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
 		$7::uuid[], $8::text[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[],
 		$14::int[], $15::text[], $16::text[], $17::text[], $18::text[], $19::uuid[], $20::uuid[], $21::text[],
-		$22::timestamptz[])
+		$22::timestamptz[], $23::text[])
 	AS c(status, next, last_error, provider, pmid, now, id, token, att, aprov, started, finished, outcome,
-		http, code, err, apmid, kind, esub, edeliv, data, at)
+		http, code, err, apmid, kind, esub, edeliv, data, at, body)
 ), u AS (
 	UPDATE deliveries d SET
 		status = c.status,
@@ -42,7 +42,7 @@ WITH c AS (
 	SELECT u.id,
 		GREATEST(CASE WHEN c.att > 0 THEN c.att ELSE u.attempts END,
 			COALESCE((SELECT MAX(x.attempt) FROM delivery_attempts x WHERE x.delivery_id = u.id), 0) + 1),
-		c.aprov, c.started, c.finished, c.outcome, c.http, c.code, c.err, c.apmid
+		c.aprov, c.started, c.finished, c.outcome, c.http, c.code, c.err, c.apmid, c.body
 	FROM u JOIN c ON c.id = u.id
 ), e AS (
 	INSERT INTO events (kind, submission_id, delivery_id, data, at)

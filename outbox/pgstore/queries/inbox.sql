@@ -96,6 +96,14 @@ UPDATE submissions SET status = 'accepted', reason = '' WHERE id = $1
 UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = $2, updated_at = $2
 	WHERE submission_id = $1 AND status = 'skipped'
 
+-- name: ActDuePayloads
+-- The webhook deliveries a release just made due, whose body's status it rewrites.
+SELECT id, payload FROM deliveries
+	WHERE submission_id = $1 AND channel = 'webhook' AND status = 'pending'
+
+-- name: ActSetPayload
+UPDATE deliveries SET payload = $2 WHERE id = $1
+
 -- name: ActMarkSpam
 UPDATE submissions SET status = 'spam', reason = $2 WHERE id = $1
 

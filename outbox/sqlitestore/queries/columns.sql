@@ -16,4 +16,4 @@ id, submission_id, route, channel, recipient, status, attempts, max_attempts,
 
 -- name: AttemptColumns
 delivery_id, attempt, provider, started_at, finished_at, outcome,
-	http_status, error_code, error, provider_message_id
+	http_status, error_code, error, provider_message_id, body_sha256

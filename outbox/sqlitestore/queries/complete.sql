@@ -22,7 +22,7 @@ SELECT COALESCE(MAX(attempt), 0) FROM delivery_attempts
 
 -- name: InsertAttempt
 INSERT INTO delivery_attempts ({{AttemptColumns}})
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: InsertDeliveryEvent
 INSERT INTO events (kind, submission_id, delivery_id, data, at)

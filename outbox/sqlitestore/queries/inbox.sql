@@ -101,6 +101,14 @@ UPDATE submissions SET status = 'accepted', reason = '' WHERE id = ?
 UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?1, updated_at = ?1
 	WHERE submission_id = ?2 AND status = 'skipped'
 
+-- name: ActDuePayloads
+-- The webhook deliveries a release just made due, whose body's status it rewrites.
+SELECT id, payload FROM deliveries
+	WHERE submission_id = ?1 AND channel = 'webhook' AND status = 'pending'
+
+-- name: ActSetPayload
+UPDATE deliveries SET payload = ?2 WHERE id = ?1
+
 -- name: ActMarkSpam
 UPDATE submissions SET status = 'spam', reason = ? WHERE id = ?
 
