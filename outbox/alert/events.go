@@ -1,4 +1,4 @@
-package outbox
+package alert
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 // DefaultEventAlertWindow is how long an event-like alert (a submission unrouted, a
@@ -23,37 +25,37 @@ const DefaultEventAlertWindow = 24 * time.Hour
 // Past it the counts are "at least" counts, which an alert needs no more precisely.
 const eventAlertScan = 1000
 
-// EventLister is the read the event alert sources make (Store.ListEvents: newest
+// EventLister is the read the event alert sources make (outbox.Store.ListEvents: newest
 // first, at most limit).
 type EventLister interface {
-	ListEvents(ctx context.Context, kind string, limit int) ([]Event, error)
+	ListEvents(ctx context.Context, kind string, limit int) ([]outbox.Event, error)
 }
 
-// UnroutedAlerts reports, per form, the submissions stored with no route in the last
+// Unrouted is the unrouted source: it reports, per form, the submissions stored with no route in the last
 // window (submission.unrouted events, written with the reason no_route_matched by
 // intake/plan.go): a post every route's guards missed, with no fallback, notified no
 // one. window <= 0 is DefaultEventAlertWindow.
-func UnroutedAlerts(events EventLister, window time.Duration) AlertSource {
-	return eventAlerts{name: "unrouted", kind: AlertUnrouted, event: EventUnrouted, events: events, window: window,
+func Unrouted(events EventLister, window time.Duration) outbox.AlertSource {
+	return eventAlerts{name: outbox.AlertUnrouted, kind: outbox.AlertUnrouted, event: outbox.EventUnrouted, events: events, window: window,
 		summary: func(form string, n int, _ []string, window string) string {
 			return fmt.Sprintf("%d submission(s) to form %s matched no route in the last %s and notified no one; add a fallback route or fix the guards",
 				n, form, window)
 		}}
 }
 
-// TemplateEmptyAlerts reports, per form, the submissions whose notification printed a
+// TemplateEmpty is the template_empty source: it reports, per form, the submissions whose notification printed a
 // field the post did not carry in the last window (template.empty events,
 // intake/templateempty.go), naming the routes, options and fields (configuration,
 // never values). window <= 0 is DefaultEventAlertWindow.
-func TemplateEmptyAlerts(events EventLister, window time.Duration) AlertSource {
-	return eventAlerts{name: "template_empty", kind: AlertTemplateEmpty, event: EventTemplateEmpty, events: events, window: window,
+func TemplateEmpty(events EventLister, window time.Duration) outbox.AlertSource {
+	return eventAlerts{name: outbox.AlertTemplateEmpty, kind: outbox.AlertTemplateEmpty, event: outbox.EventTemplateEmpty, events: events, window: window,
 		summary: func(form string, n int, where []string, window string) string {
 			return fmt.Sprintf("%d submission(s) to form %s were notified with an empty field in the last %s (%s)",
 				n, form, window, strings.Join(where, "; "))
 		}}
 }
 
-// eventAlerts is an AlertSource over one event kind, keyed per form.
+// eventAlerts is an outbox.AlertSource over one event kind, keyed per form.
 type eventAlerts struct {
 	name, kind, event string
 	events            EventLister
@@ -61,7 +63,7 @@ type eventAlerts struct {
 	summary           func(form string, affected int, where []string, window string) string // window as 24h
 }
 
-// Name implements AlertSource.
+// Name implements outbox.AlertSource.
 func (a eventAlerts) Name() string { return a.name }
 
 // eventForm is what the event data of both kinds say about where it happened.
@@ -72,9 +74,9 @@ type eventForm struct {
 	Field  string `json:"field"`
 }
 
-// Conditions implements AlertSource: one condition per form with events of the kind
+// Conditions implements outbox.AlertSource: one condition per form with events of the kind
 // at or after now - window.
-func (a eventAlerts) Conditions(ctx context.Context, now time.Time) ([]AlertCondition, error) {
+func (a eventAlerts) Conditions(ctx context.Context, now time.Time) ([]outbox.AlertCondition, error) {
 	window := a.window
 	if window <= 0 {
 		window = DefaultEventAlertWindow
@@ -114,10 +116,10 @@ func (a eventAlerts) Conditions(ctx context.Context, now time.Time) ([]AlertCond
 			}
 		}
 	}
-	out := make([]AlertCondition, 0, len(byForm))
+	out := make([]outbox.AlertCondition, 0, len(byForm))
 	for form, g := range byForm {
 		sort.Strings(g.where)
-		out = append(out, AlertCondition{Kind: a.kind, Key: form, Form: form, Affected: len(g.subs), Since: g.since,
+		out = append(out, outbox.AlertCondition{Kind: a.kind, Key: form, Form: form, Affected: len(g.subs), Since: g.since,
 			Summary: a.summary(form, len(g.subs), g.where, strings.TrimSuffix(strings.TrimSuffix(window.String(), "0s"), "0m"))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })

@@ -1,4 +1,4 @@
-package outbox_test
+package alert_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/alert"
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
 
@@ -40,7 +41,7 @@ func TestEventAlertSources(t *testing.T) {
 			empty := map[string]string{"form": "quote", "route": "email", "option": "subject", "field": "nmae"}
 			acceptWithEvent(t, store, "quote", outbox.EventTemplateEmpty, empty, now.Add(-time.Minute))
 
-			got, err := outbox.UnroutedAlerts(store, 0).Conditions(context.Background(), now)
+			got, err := alert.Unrouted(store, 0).Conditions(context.Background(), now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +50,7 @@ func TestEventAlertSources(t *testing.T) {
 				!strings.HasPrefix(got[0].Summary, "2 submission(s) to form contact matched no route in the last 24h and") {
 				t.Fatalf("unrouted conditions %+v", got)
 			}
-			got, err = outbox.TemplateEmptyAlerts(store, time.Hour).Conditions(context.Background(), now)
+			got, err = alert.TemplateEmpty(store, time.Hour).Conditions(context.Background(), now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +59,7 @@ func TestEventAlertSources(t *testing.T) {
 				t.Fatalf("template_empty conditions %+v", got)
 			}
 			// Quiet for a window: resolved.
-			if got, err := outbox.UnroutedAlerts(store, 0).Conditions(context.Background(), now.Add(25*time.Hour)); err != nil || len(got) != 0 {
+			if got, err := alert.Unrouted(store, 0).Conditions(context.Background(), now.Add(25*time.Hour)); err != nil || len(got) != 0 {
 				t.Fatalf("after the window: %+v, %v", got, err)
 			}
 		})
