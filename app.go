@@ -58,6 +58,7 @@ type App struct {
 	opsState             // metrics, events, retention (app_ops.go)
 	digests  digestState // digest routes and their closer (app_digest.go)
 	alerts   alertState  // owner alerts: targets, sources, evaluator (app_alerts.go)
+	ledger   ledgerState // the lead ledger's counts and checks (app_ledger.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -134,6 +135,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	wc := a.workerConfig(sender)
 	wc.Pacer = pacer
 	a.worker = outbox.NewWorker(wc)
+	a.provisionLedger()
 	if err := a.provisionOps(); err != nil {
 		return err
 	}
@@ -207,6 +209,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
 	a.startDigests()
+	a.startLedger()
 	a.startOps()
 	a.startAlerts()
 	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
@@ -224,6 +227,7 @@ func (a *App) Stop() error {
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())
 		}
+		a.stopLedger()
 	})
 	return a.stopErr
 }

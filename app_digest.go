@@ -48,10 +48,11 @@ func (a *App) startDigests() {
 		return
 	}
 	a.digests.closer = digest.NewCloser(digest.Config{
-		Store:     a.store,
-		Routes:    a.digests.routes,
-		Logger:    a.logger.Named("digest"),
-		OnCreated: a.worker.Wake,
+		Store:      a.store,
+		Routes:     a.digests.routes,
+		Logger:     a.logger.Named("digest"),
+		OnCreated:  a.worker.Wake,
+		LedgerLine: a.ledgerLine,
 	})
 	a.digests.closer.Start(a.ctx)
 	a.logger.Info("digests on", zap.Int("routes", len(a.digests.routes)))

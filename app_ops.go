@@ -34,6 +34,7 @@ func (a *App) provisionOps() error {
 	if a.Retention > 0 {
 		p, err := outbox.NewPruner(outbox.RetentionConfig{
 			Ops:    a.store,
+			Ledger: a.store,
 			MaxAge: time.Duration(a.Retention),
 			Logger: a.logger.Named("retention"),
 		})

@@ -46,6 +46,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.FileURL = h.app.fileURL()
 	h.ClientIP = caddyClientIP
 	h.EmailAttempts, h.WebhookAttempts = h.app.Attempts()
+	h.Ledger = ledgerAnswers{h.app.ledger.counter}
 
 	repl := caddy.NewReplacer()
 	for i := range h.Routes {
@@ -72,6 +73,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.app.registry.RegisterTelegramBots(h.Form, h.Routes); err != nil {
 		return err
 	}
+	h.app.registerLedgerForm(h.Form, h.DeliversEveryPost())
 	if err := h.app.registerDigests(h.DigestRoutes()); err != nil {
 		return err
 	}

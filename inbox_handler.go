@@ -61,6 +61,7 @@ func (h *InboxHandler) Provision(ctx caddy.Context) error {
 			}
 			return out
 		},
+		Ledger: app.Ledger,
 		Logger: ctx.Logger(),
 	})
 	if err != nil {

@@ -73,7 +73,7 @@ func (a *App) startSpool() error {
 	}
 	a.spoolKey = abs
 	f := spool.StartFallback(val.(pooledSpool).Spool, a.store, a.logger.Named("spool"),
-		func() { a.worker.Broadcast(context.Background()) })
+		func() { a.worker.Broadcast(context.Background()) }, a.ledgerReplayed)
 	a.spoolRT.Store(f)
 	a.acceptor.SetSpool(f)
 	return nil

@@ -44,6 +44,10 @@ type Config struct {
 	Wake func(ctx context.Context)
 	// Health, when set, feeds the overview's health verdict and spool depth.
 	Health func(ctx context.Context) Health
+	// Ledger, when set, reads the lead ledger of the last days UTC days for forms (the
+	// App's, which knows which forms must deliver every post and the retention). Nil:
+	// outbox.BuildLedger on Store, flagging only answers not stored.
+	Ledger func(ctx context.Context, forms []string, days int) (outbox.Ledger, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Logger gets store failures and one line per action (ids and the user, never
@@ -74,6 +78,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Ledger == nil {
+		store, now := cfg.Store, cfg.Now
+		cfg.Ledger = func(ctx context.Context, forms []string, days int) (outbox.Ledger, error) {
+			return outbox.BuildLedger(ctx, store, outbox.LedgerQuery{Days: days, Now: now(), Forms: forms})
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -213,16 +213,25 @@ func (h *Handler) overview(rq *request) {
 			r.Dead += d.Count
 		}
 	}
-	data := struct {
-		L         layout
-		Rows      []*overviewRow
-		Statuses  []string
-		Stats     outbox.Stats
-		OldestDue string
-		Health    Health
-		HasHealth bool
-	}{L: rq.layout("overview"), Statuses: []string{"accepted", "spam", "quarantined", "test"}, Stats: st}
 	slices.Sort(order)
+	ledger, err := h.cfg.Ledger(ctx, order, ledgerChartDays)
+	if err != nil {
+		rq.storeFailed(err)
+		return
+	}
+	data := struct {
+		L          layout
+		Rows       []*overviewRow
+		Statuses   []string
+		Stats      outbox.Stats
+		OldestDue  string
+		Health     Health
+		HasHealth  bool
+		Charts     []ledgerChart
+		ChartDays  int
+		Mismatched int
+	}{L: rq.layout("overview"), Statuses: []string{"accepted", "spam", "quarantined", "test"}, Stats: st,
+		Charts: ledgerCharts(ledger, order, now), ChartDays: ledgerChartDays, Mismatched: len(ledger.Mismatched())}
 	for _, f := range order {
 		data.Rows = append(data.Rows, rows[f])
 	}

@@ -46,7 +46,9 @@ type answer struct {
 //     "spam", "quarantined"; "queued" while only the spool holds it): no answer claims a
 //     status the row does not have. The HTML answer names no status, so the bots that
 //     post plain forms learn nothing from it.
-func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) {
+//
+// It reports whether the answer was a success (the lead ledger counts those).
+func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result, stored outbox.AcceptResult) (success bool) {
 	id := stored.ID
 	if id == uuid.Nil {
 		id = res.Submission.ID
@@ -60,11 +62,11 @@ func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result
 	sub := res.Submission
 	if stored.KeyReused {
 		c.writeKeyReused(w, res, id)
-		return
+		return false
 	}
 	if sub.Reason == outbox.ReasonRateLimited {
 		c.writeRateLimited(w, res, stored)
-		return
+		return false
 	}
 	if sub.Status == outbox.SubmissionQuarantined &&
 		(sub.Reason == outbox.ReasonSchemaViolation || sub.Reason == outbox.ReasonFileRejected) &&
@@ -74,10 +76,10 @@ func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result
 				ID: id.String(), Status: string(outbox.SubmissionQuarantined),
 				Duplicate: stored.Duplicate, Errors: res.Violations,
 			})
-			return
+			return false
 		}
 		writeHTML(w, http.StatusUnprocessableEntity, problemsPage, res.Violations)
-		return
+		return false
 	}
 
 	public := string(status)
@@ -87,14 +89,15 @@ func (c *Config) writeAnswer(w http.ResponseWriter, r *http.Request, res *Result
 	}
 	if res.WantsJSON {
 		writeJSON(w, http.StatusOK, answer{OK: true, ID: id.String(), Status: public, Duplicate: stored.Duplicate, Next: target})
-		return
+		return true
 	}
 	if target != "" {
 		w.Header().Set("Location", target)
 		w.WriteHeader(http.StatusSeeOther)
-		return
+		return true
 	}
 	writeHTML(w, http.StatusOK, thanksPage, nil)
+	return true
 }
 
 // KeyReusedMessage is the error of a post whose idempotency key is bound to a stored

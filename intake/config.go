@@ -136,6 +136,9 @@ type Config struct {
 	// their own MaxAttempts. Zero: outbox.DefaultAttempts of the route's channel.
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
+	// Ledger, when set, counts every new post answered success (outbox.LedgerCounter,
+	// the lead ledger). Nil: nothing counted.
+	Ledger AnswerCounter `json:"-"`
 
 	ipMACs   *sync.Pool   // HMACs keyed with IPHashKey at Provision, for hashIP
 	limiter  *limiter     // nil without RateLimit

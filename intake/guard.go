@@ -131,3 +131,24 @@ func (c *Config) routesFor(data outbox.Fields) (routes []Route, unrouted bool) {
 	}
 	return routes, len(routes) == 0 && len(c.Routes) > 0 && !c.hasDigest()
 }
+
+// DeliversEveryPost reports whether every accepted post of the form that is not stored
+// as no_route_matched gets at least one delivery, so that one without any is a loss (the
+// lead ledger's check, outbox/ledger_report.go). It follows routesFor: a form with no
+// route (store_only) plans nothing; a form with a digest route may leave a post with no
+// immediate route unflagged, unless a route without guards, or a fallback route, always
+// takes it.
+func (c *Config) DeliversEveryPost() bool {
+	immediate, always := false, false
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.Digest != "" {
+			continue
+		}
+		immediate = true
+		if r.Fallback || len(r.When) == 0 {
+			always = true
+		}
+	}
+	return immediate && (always || !c.hasDigest())
+}

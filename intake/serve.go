@@ -21,6 +21,12 @@ type Accepter interface {
 	Accept(ctx context.Context, sub *outbox.Submission, deliveries []outbox.Delivery) (outbox.AcceptResult, error)
 }
 
+// AnswerCounter counts the new posts answered success, per form and the submission's
+// created_at; queued says the spool took the post (outbox.LedgerCounter is one).
+type AnswerCounter interface {
+	Answered(form string, createdAt time.Time, queued bool)
+}
+
 // Serve answers every request the form's path is for, and reports whether it did:
 //   - POST is a submission: CORS headers, Parse, acc.Accept, then the answer (writeAnswer),
 //     or the error (writeError). A double post or a rate-limited post past its storage
@@ -87,7 +93,9 @@ func (c *Config) serveSubmission(w http.ResponseWriter, r *http.Request, acc Acc
 			zap.String("status", string(stored.Status)), zap.Bool("duplicate", stored.Duplicate))
 	}
 	c.remember(res, stored)
-	c.writeAnswer(w, r, res, stored)
+	if c.writeAnswer(w, r, res, stored) && !stored.Duplicate && c.Ledger != nil && !res.Submission.Test {
+		c.Ledger.Answered(c.Form, res.Submission.CreatedAt, stored.Status == outbox.StatusQueued)
+	}
 }
 
 // logTemplateFailures warns of every template that failed on this submission; the

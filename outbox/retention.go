@@ -19,6 +19,9 @@ const (
 // RetentionConfig configures a Pruner. Zero values mean the defaults.
 type RetentionConfig struct {
 	Ops Ops
+	// Ledger, when set, loses the lead ledger's counts of the days wholly before the
+	// cutoff at the end of each pass, as their rows do (outbox/ledger.go).
+	Ledger LedgerStore
 	// MaxAge is the retention: submissions created longer ago than this, whose
 	// deliveries are all terminal, are deleted. Required (> 0).
 	MaxAge time.Duration
@@ -105,6 +108,11 @@ func (p *Pruner) RunOnce(ctx context.Context) (PruneReport, error) {
 			return rep, fmt.Errorf("retention: %w", err)
 		}
 		if res.Submissions < p.cfg.Batch && res.Events < p.cfg.Batch {
+			if p.cfg.Ledger != nil {
+				if err := p.cfg.Ledger.PruneLedger(ctx, UTCDay(before)); err != nil {
+					return rep, fmt.Errorf("retention: %w", err)
+				}
+			}
 			return rep, nil
 		}
 	}

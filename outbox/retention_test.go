@@ -103,3 +103,29 @@ func TestPrunerStandsAsideWhileAnotherHoldsTheLock(t *testing.T) {
 		}
 	})
 }
+
+// TestPrunerDropsTheLedgerCountsWithTheRows: a pass ends by deleting the lead ledger's
+// counts of the days wholly before its cutoff, which retention's judgement skips anyway.
+func TestPrunerDropsTheLedgerCountsWithTheRows(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s outbox.Store) {
+		clock := newClock()
+		now := clock.Now()
+		const keep = 48 * time.Hour
+		old, kept := outbox.UTCDay(now.Add(-keep-24*time.Hour)), outbox.UTCDay(now)
+		if err := s.RecordLedger(ctxFor(t), "host-a", []outbox.LedgerCount{{Day: old, Form: "contact", Answered: 1},
+			{Day: kept, Form: "contact", Answered: 2}}, now); err != nil {
+			t.Fatal(err)
+		}
+		p, err := outbox.NewPruner(outbox.RetentionConfig{Ops: s, Ledger: s, MaxAge: keep, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.RunOnce(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.LedgerCounts(ctxFor(t), old, kept.Add(24*time.Hour))
+		if err != nil || len(got) != 1 || !got[0].Day.Equal(kept) {
+			t.Errorf("ledger counts after the pass: %+v (%v), want only %s's", got, err, kept)
+		}
+	})
+}

@@ -20,6 +20,7 @@ import (
 //	GET    /form_outbox/deliveries[?status&limit&cursor]
 //	GET    /form_outbox/deliveries/{id}
 //	POST   /form_outbox/deliveries/{id}/retry
+//	GET    /form_outbox/ledger[?form&days]          the lead ledger (ledger.go)
 
 // adminTimeout bounds the store work of one admin request (exports excepted: they stream).
 const adminTimeout = 30 * time.Second

@@ -30,6 +30,9 @@ type Backend interface {
 	Health(ctx context.Context) Health
 	// ReplaySpool runs one spool replay pass now; ErrSpoolOff when the spool is off.
 	ReplaySpool(ctx context.Context) (spool.Report, error)
+	// Ledger is the lead ledger of the last days UTC days (ledger.go), limited to forms
+	// when not empty, with this instance's counts flushed first.
+	Ledger(ctx context.Context, forms []string, days int) (outbox.Ledger, error)
 }
 
 // ErrSpoolOff is what Backend.ReplaySpool returns when the App runs without a spool.
@@ -92,6 +95,7 @@ func NewServer(running func() Backend) *Server {
 	s.handle("DELETE suppressions", serveRemoveSuppression)
 	s.handle("POST spool/replay", serveSpoolReplay)
 	s.handle("GET alerts", serveListAlerts)
+	s.handle("GET ledger", serveLedger)
 	return s
 }
 

@@ -90,7 +90,8 @@ func Register(reg *prometheus.Registry, extra ...prometheus.Collector) error {
 	for _, ch := range alertedChannels {
 		deadTotal.WithLabelValues(string(ch))
 	}
-	cs := append([]prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, alertNoticesDead, intakeCounters{}}, extra...)
+	cs := append([]prometheus.Collector{submissionsTotal, deliveriesTotal, deliveryDuration, deadTotal, feedbackTotal, alertNoticesDead, intakeCounters{}}, ledgerCollectors...)
+	cs = append(cs, extra...)
 	for _, c := range cs {
 		if err := RegisterOnce(reg, c); err != nil {
 			return err

@@ -62,6 +62,10 @@ type Config struct {
 	Logger   *zap.Logger
 	// OnCreated is called after a digest was written (the App wakes its worker).
 	OnCreated func()
+	// LedgerLine, when set, is the lead ledger of form over the UTC days the period
+	// [start, end) touches, in one line (outbox.LedgerDay.Summary); the digest carries
+	// it. An error leaves the line out and is logged: the digest still goes.
+	LedgerLine func(ctx context.Context, form string, start, end time.Time) (string, error)
 }
 
 // Closer writes the digests of periods that have closed. Several closers, in one
@@ -230,7 +234,7 @@ func (c *Closer) pass(ctx context.Context, r Route, from, end, now time.Time) (d
 	}
 	sort.Slice(periods, func(i, j int) bool { return periods[i].Before(periods[j]) })
 	for _, p := range periods {
-		d, deliveries, err := c.build(r, p, groups[p], now)
+		d, deliveries, err := c.build(r, p, groups[p], now, c.ledgerLine(ctx, r, p))
 		if err != nil {
 			return true, err
 		}
@@ -250,8 +254,21 @@ func (c *Closer) pass(ctx context.Context, r Route, from, end, now time.Time) (d
 	return true, nil
 }
 
+// ledgerLine is the period's ledger line, "" without one.
+func (c *Closer) ledgerLine(ctx context.Context, r Route, p time.Time) string {
+	if c.cfg.LedgerLine == nil {
+		return ""
+	}
+	line, err := c.cfg.LedgerLine(ctx, r.Form, p, r.Schedule.Next(p))
+	if err != nil {
+		c.cfg.Logger.Warn("digest: ledger line left out", zap.String("form", r.Form), zap.String("route", r.Name), zap.Error(err))
+		return ""
+	}
+	return line
+}
+
 // build makes the digest of period p listing items, and one delivery per recipient.
-func (c *Closer) build(r Route, p time.Time, items []outbox.DigestItem, now time.Time) (outbox.Digest, []outbox.Delivery, error) {
+func (c *Closer) build(r Route, p time.Time, items []outbox.DigestItem, now time.Time, ledger string) (outbox.Digest, []outbox.Delivery, error) {
 	end := r.Schedule.Next(p)
 	d := outbox.Digest{Form: r.Form, Route: r.Name, PeriodStart: p, PeriodEnd: end, CreatedAt: now}
 	for _, it := range items {
@@ -268,7 +285,7 @@ func (c *Closer) build(r Route, p time.Time, items []outbox.DigestItem, now time
 		return d, nil, fmt.Errorf("digest event: %w", err)
 	}
 	d.Event = outbox.Event{Kind: outbox.EventDigestCreated, Data: data, At: now}
-	msg, err := render(r, p, end, items)
+	msg, err := render(r, p, end, items, ledger)
 	if err != nil {
 		return d, nil, err
 	}

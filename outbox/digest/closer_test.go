@@ -456,3 +456,27 @@ func TestTwoClosersOnOneSQLiteFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "outbox.db")
 	race(t, storetest.OpenSQLiteAt(t, path), storetest.OpenSQLiteAt(t, path))
 }
+
+// TestDigestCarriesTheLedgerLine: the digest ends with the period's lead ledger in one
+// line, counts only, as both parts of the e-mail show it.
+func TestDigestCarriesTheLedgerLine(t *testing.T) {
+	s := storetest.OpenSQLite(t)
+	c := digest.NewCloser(digest.Config{Store: s, Routes: []digest.Route{route(t, "hourly")},
+		LedgerLine: func(ctx context.Context, form string, start, end time.Time) (string, error) {
+			return outbox.LedgerPeriodSummary(ctx, s, outbox.LedgerQuery{Now: end}, form, start, end)
+		}})
+	closeDue(t, c, at(t, "2026-12-01T10:20:00Z"))
+	accept(t, s, at(t, "2026-12-01T10:25:00Z"), "one")
+	accept(t, s, at(t, "2026-12-01T10:26:00Z"), "two")
+	closeDue(t, c, at(t, "2026-12-01T11:00:10Z"))
+	got := digests(t, s)
+	if len(got) != 1 {
+		t.Fatalf("digests = %+v", got)
+	}
+	want := "Lead ledger (UTC days of this period): 0 answered, 2 accepted, 0 spam, 0 quarantined; " +
+		"deliveries 0 sent, 0 pending, 0 parked, 0 dead; no mismatch"
+	m := got[0].Mails[0]
+	if !strings.Contains(m.Text, want+"\n") || !strings.Contains(m.HTML, want+"</p>") {
+		t.Errorf("digest lacks the ledger line %q:\n%s\n%s", want, m.Text, m.HTML)
+	}
+}

@@ -34,6 +34,7 @@ type line struct {
 
 type message struct {
 	Form, Period, Inbox string
+	Ledger              string // the period's lead ledger in one line, "" without
 	Count, More         int
 	Lines               []line
 }
@@ -41,8 +42,8 @@ type message struct {
 // render is the digest e-mail of period [start, end) listing items. The visitor's text
 // appears only in the bodies, escaped by html/template in the HTML part; the subject
 // holds the form's name, the count and the period, nothing a visitor typed.
-func render(r Route, start, end time.Time, items []outbox.DigestItem) (outbox.Payload, error) {
-	m := message{Form: r.Form, Period: r.Schedule.Describe(start, end), Count: len(items)}
+func render(r Route, start, end time.Time, items []outbox.DigestItem, ledger string) (outbox.Payload, error) {
+	m := message{Form: r.Form, Period: r.Schedule.Describe(start, end), Count: len(items), Ledger: ledger}
 	if r.InboxURL != "" {
 		m.Inbox = strings.TrimRight(r.InboxURL, "/")
 	}
@@ -133,6 +134,9 @@ func renderText(b *bytes.Buffer, m message) {
 	} else if m.Inbox != "" {
 		b.WriteString("\nInbox: " + m.Inbox + "\n")
 	}
+	if m.Ledger != "" {
+		b.WriteString("\nLead ledger (UTC days of this period): " + m.Ledger + "\n")
+	}
 }
 
 var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
@@ -150,5 +154,8 @@ var htmlTemplate = template.Must(template.New("digest").Parse(`<!DOCTYPE html>
 {{- else}}{{with .Inbox}}
 <p><a href="{{.}}">Open the inbox</a></p>
 {{- end}}{{end}}
+{{- with .Ledger}}
+<p style="color:#666;font-size:13px">Lead ledger (UTC days of this period): {{.}}</p>
+{{- end}}
 </body></html>
 `))

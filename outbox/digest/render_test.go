@@ -20,7 +20,7 @@ func TestRenderCapsTheList(t *testing.T) {
 		items = append(items, outbox.DigestItem{ID: uuid.Must(uuid.NewV7()), CreatedAt: start.Add(time.Duration(i) * time.Second),
 			Data: outbox.Fields{{Name: "message", Value: strings.Repeat("long ", 100)}}})
 	}
-	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox/"}, start, s.Next(start), items)
+	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox/"}, start, s.Next(start), items, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRenderKeepsNoBidiControl(t *testing.T) {
 	start := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	items := []outbox.DigestItem{{ID: uuid.Must(uuid.NewV7()), CreatedAt: start,
 		Data: outbox.Fields{{Name: "name", Value: "Mallory\u202e"}, {Name: "topic\u2067", Value: "sales"}}}}
-	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox"}, start, s.Next(start), items)
+	p, err := render(Route{Form: "contact", Schedule: s, InboxURL: "https://example.com/inbox"}, start, s.Next(start), items, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,11 @@ type Fallback struct {
 
 // StartFallback starts a replayer that drains s into store and returns both as the
 // Acceptor's fallback. stored, when set, runs after every pass that stored something
-// (the root wakes the delivery workers with it). Stop the replayer with Stop; s stays
+// (the root wakes the delivery workers with it), and replayed, when set, for each
+// submission such a pass stored (the lead ledger counts them). Stop the replayer with Stop; s stays
 // open, its owner closes it.
-func StartFallback(s *Spool, store outbox.Store, logger *zap.Logger, stored func()) *Fallback {
-	f := &Fallback{Spool: s, Replayer: &Replayer{Spool: s, Store: store, Logger: logger}}
+func StartFallback(s *Spool, store outbox.Store, logger *zap.Logger, stored func(), replayed func(StoredPost)) *Fallback {
+	f := &Fallback{Spool: s, Replayer: &Replayer{Spool: s, Store: store, Logger: logger, Replayed: replayed}}
 	f.Replayer.OnReplay = func(rep Report, err error) {
 		switch {
 		case err == nil:

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,15 @@ func TestStartFallbackDrainsAndReportsStored(t *testing.T) {
 	store := storetest.OpenSQLite(t)
 	es := appendN(t, s, 3)
 	stored := make(chan struct{}, 10)
-	f := StartFallback(s, store, nil, func() { stored <- struct{}{} })
+	var (
+		mu       sync.Mutex
+		replayed []StoredPost
+	)
+	f := StartFallback(s, store, nil, func() { stored <- struct{}{} }, func(p StoredPost) {
+		mu.Lock()
+		defer mu.Unlock()
+		replayed = append(replayed, p)
+	})
 	select {
 	case <-stored:
 	case <-time.After(10 * time.Second):
@@ -26,10 +35,15 @@ func TestStartFallbackDrainsAndReportsStored(t *testing.T) {
 	if n := f.Waiting(); n != 0 {
 		t.Errorf("%d entries still waiting after the pass, want 0", n)
 	}
-	for _, e := range es {
+	for i, e := range es {
 		if _, err := store.GetSubmission(context.Background(), e.Submission.ID); err != nil {
 			t.Errorf("spooled submission %s not stored: %v", e.Submission.ID, err)
 		}
+		mu.Lock()
+		if i >= len(replayed) || replayed[i].Form != e.Submission.Form || !replayed[i].CreatedAt.Equal(e.Submission.CreatedAt) {
+			t.Errorf("replayed posts %+v, want %s's form and time at %d (the ledger counts them)", replayed, e.Submission.ID, i)
+		}
+		mu.Unlock()
 	}
 	if _, err := f.Replayer.ReplayNow(context.Background()); err != nil {
 		t.Errorf("the spool was closed by Stop: %v", err)

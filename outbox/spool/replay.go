@@ -22,6 +22,14 @@ type Report struct {
 	Remaining  int // entries still spooled after the pass
 }
 
+// StoredPost is one submission a replay pass stored, as the lead ledger counts it
+// (outbox.LedgerCounter.Replayed): form and creation time, never content.
+type StoredPost struct {
+	Form      string
+	CreatedAt time.Time
+	Test      bool
+}
+
 // ReplayAcceptTimeout bounds one replayed Accept. It is longer than the intake deadline
 // (outbox.DefaultAcceptTimeout) on purpose: no visitor waits for a replay, and a store
 // that is slow but working, each write taking longer than intake's deadline (which is
@@ -41,6 +49,11 @@ const ReplayAcceptTimeout = 5 * time.Second
 //
 // Replay is not safe to run concurrently with itself on one Spool; Replayer serialises it.
 func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logger) (rep Report, err error) {
+	return s.ReplayTo(ctx, store, logger, nil)
+}
+
+// ReplayTo is Replay calling stored, when set, for each submission it stores.
+func (s *Spool) ReplayTo(ctx context.Context, store outbox.Store, logger *zap.Logger, stored func(StoredPost)) (rep Report, err error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
@@ -80,6 +93,9 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 				rep.Duplicates++
 			} else {
 				rep.Stored++
+				if stored != nil {
+					stored(StoredPost{Form: sub.Form, CreatedAt: sub.CreatedAt, Test: sub.Test})
+				}
 			}
 		}
 		for _, br := range bad {
@@ -111,6 +127,8 @@ type Replayer struct {
 	Interval time.Duration // tick; default 5s
 	// OnReplay, when set, is called after every pass that did something or failed.
 	OnReplay func(Report, error)
+	// Replayed, when set, is called for each submission a pass stored.
+	Replayed func(StoredPost)
 
 	mu     sync.Mutex // one pass at a time
 	wake   chan struct{}
@@ -182,7 +200,7 @@ func (r *Replayer) ReplayNow(ctx context.Context) (Report, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	rep, err := r.Spool.Replay(ctx, r.Store, logger)
+	rep, err := r.Spool.ReplayTo(ctx, r.Store, logger, r.Replayed)
 	if err != nil {
 		logger.Warn("spool replay paused; will retry", zap.Int("stored", rep.Stored),
 			zap.Int("remaining", rep.Remaining), zap.Error(err))

@@ -1,0 +1,17 @@
+-- The lead ledger's intake counters (outbox/ledger_counter.go; docs/design.md, "The lead
+-- ledger"): what only intake knows, posts answered success, spooled and replayed, counted
+-- in memory by each instance and flushed here now and then, so intake's hot path writes
+-- nothing more per post. The counts are cumulative per instance and a flush keeps the
+-- greatest value (queries/ledger.sql), so a flush repeated after an unclear failure
+-- counts nothing twice. day is the UTC midnight of the submissions' created_at, in unix
+-- microseconds like every time in this store.
+CREATE TABLE ledger_counts (
+	day        INTEGER NOT NULL,
+	form       TEXT NOT NULL,
+	instance   TEXT NOT NULL,
+	answered   INTEGER NOT NULL DEFAULT 0,
+	spooled    INTEGER NOT NULL DEFAULT 0,
+	replayed   INTEGER NOT NULL DEFAULT 0,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (day, form, instance)
+) STRICT;
