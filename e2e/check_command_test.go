@@ -27,6 +27,9 @@ const checkCaddyfile = `{
 				ca_file {{DIR}}/ca.pem
 			}
 		}
+		alerts {
+			email owner@example.com
+		}
 	}
 }
 :0 {
@@ -75,7 +78,7 @@ func TestCheckCommand(t *testing.T) {
 	out, ok := checkRun(t, dir, cf, env...)
 	want := "store sqlite " + filepath.Join(dir, "forms.db") + " (migration "
 	for _, line := range []string{want, "form contact route email: ready\n", "form contact route webhook: ready\n",
-		"form contact route telegram: ready\n", "form survey: ready\n"} {
+		"form contact route telegram: ready\n", "form survey: ready\n", "alerts target email: ready\n"} {
 		if !ok || !strings.Contains(out, line) {
 			t.Fatalf("check ok=%v, want %q in:\n%s", ok, line, out)
 		}
@@ -96,6 +99,7 @@ func TestCheckCommand(t *testing.T) {
 		"form contact route email: e-mail provider smtp: ",
 		"form contact route webhook: connect to " + dead + ": ",
 		"form contact route telegram: ready\n",
+		"alerts target email: e-mail provider smtp: ",
 		"not every route is ready",
 	} {
 		if ok || !strings.Contains(out, line) {
@@ -107,7 +111,7 @@ func TestCheckCommand(t *testing.T) {
 	}
 
 	out, ok = checkRun(t, dir, strings.Replace(cf, "notify email sales@example.com", "notify email sales@example.com {\n\t\t\twhen field nmae is x\n\t\t}", 1), env...)
-	if ok || !strings.Contains(out, `when: field "nmae" is not declared (declared: name); did you mean "name"?, at `+filepath.Join(dir, "Caddyfile")+":21") {
+	if ok || !strings.Contains(out, `when: field "nmae" is not declared (declared: name); did you mean "name"?, at `+filepath.Join(dir, "Caddyfile")+":24") {
 		t.Errorf("check of a bad config ok=%v:\n%s", ok, out)
 	}
 }

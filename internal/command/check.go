@@ -25,12 +25,12 @@ func checkCommand() *cobra.Command {
 		Long: `
 Loads the config as 'caddy validate' does (adapting a Caddyfile, provisioning every
 module, so every load-time error and warning shows), then connects to the store and
-reports its migration level, and asks every route's provider a question that sends
-nothing: SES GetAccount, the Resend domains (the sender's must be verified), an SMTP
+reports its migration level, and asks every route's provider, and every target of the
+owner alerts, a question that sends nothing: SES GetAccount, the Resend domains (the sender's must be verified), an SMTP
 session up to AUTH and QUIT before MAIL FROM, Telegram getMe, and for webhook, Slack,
 Discord and Teams URLs a TCP connection and TLS handshake, with no HTTP request.
 
-Prints one line per route, 'ready' or what is wrong, and exits with status 0 only
+Prints one line per route or alert target, 'ready' or what is wrong, and exits with status 0 only
 when every line is ready. It needs no running Caddy.`,
 		Args: cobra.NoArgs,
 		RunE: run(runCheck),
@@ -108,6 +108,13 @@ func doctorInput(raw []byte) (doctor.Input, error) {
 		from = resolve(app.Email.From)
 	}
 	in.Email = app.Email.Resolved(from, app.MailDir(caddy.AppDataDir()), resolve)
+	if al := app.Alerts; al != nil && !al.Disabled {
+		in.AlertEmail = len(al.Email) > 0
+		for _, r := range al.Notify {
+			r.Token = resolve(r.Token)
+			in.AlertRoutes = append(in.AlertRoutes, r)
+		}
+	}
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {

@@ -31,6 +31,10 @@ type Input struct {
 	Email senders.Email
 	// Forms are the form handlers' configurations as loaded (not provisioned).
 	Forms []intake.Config
+	// AlertEmail and AlertRoutes are the owner alerts' targets (the global `alerts`
+	// block): an alert that cannot go out is a notification dropped too.
+	AlertEmail  bool
+	AlertRoutes []intake.Route
 	// Timeout bounds each probe; 0 is DefaultTimeout.
 	Timeout time.Duration
 }
@@ -50,9 +54,9 @@ func (l Line) String() string {
 	return l.Subject + ": " + l.Problem
 }
 
-// Check asks the store, then every route of every form, and returns one line for the
-// store and one per route (a store_only form gets one line saying so). ok is true when
-// every line is ready.
+// Check asks the store, then every route of every form, then the owner alerts' targets,
+// and returns one line for the store, one per route (a store_only form gets one line
+// saying so) and one per alert target. ok is true when every line is ready.
 func Check(ctx context.Context, in Input) (lines []Line, ok bool) {
 	timeout := in.Timeout
 	if timeout <= 0 {
@@ -67,11 +71,26 @@ func Check(ctx context.Context, in Input) (lines []Line, ok bool) {
 		return ""
 	}
 	lines = append(lines, checkStore(ctx, in.Store, timeout))
+	// routeProblem asks a webhook or chat route's provider; e-mail has its own, shared.
+	var emailProblem func() string
+	routeProblem := func(r intake.Route) string {
+		switch r.Channel {
+		case outbox.ChannelEmail:
+			return emailProblem()
+		case outbox.ChannelWebhook, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
+			return probe(func(ctx context.Context) error { return providers.ProbeURL(ctx, r.URL) })
+		case outbox.ChannelTelegram:
+			return probe(func(ctx context.Context) error {
+				return telegram.Probe(ctx, telegram.Bot{Token: r.Token, Endpoint: r.Endpoint})
+			})
+		}
+		return fmt.Sprintf("unknown channel %q", r.Channel)
+	}
 
 	// The e-mail providers are shared by every e-mail route and the autoreplies: asked
 	// once, the answer repeated on each route's line.
 	var email *string
-	emailProblem := func() string {
+	emailProblem = func() string {
 		if email == nil {
 			s := probe(func(ctx context.Context) error { return probeEmail(ctx, in.Email) })
 			email = &s
@@ -89,24 +108,22 @@ func Check(ctx context.Context, in Input) (lines []Line, ok bool) {
 			continue
 		}
 		for _, r := range form.Routes {
-			l := Line{Subject: fmt.Sprintf("form %s route %s", form.Form, r.Name)}
-			switch r.Channel {
-			case outbox.ChannelEmail:
-				l.Problem = emailProblem()
-			case outbox.ChannelWebhook, outbox.ChannelSlack, outbox.ChannelDiscord, outbox.ChannelTeams:
-				l.Problem = probe(func(ctx context.Context) error { return providers.ProbeURL(ctx, r.URL) })
-			case outbox.ChannelTelegram:
-				l.Problem = probe(func(ctx context.Context) error {
-					return telegram.Probe(ctx, telegram.Bot{Token: r.Token, Endpoint: r.Endpoint})
-				})
-			default:
-				l.Problem = fmt.Sprintf("unknown channel %q", r.Channel)
-			}
-			lines = append(lines, l)
+			lines = append(lines, Line{Subject: fmt.Sprintf("form %s route %s", form.Form, r.Name), Problem: routeProblem(r)})
 		}
 		if form.Autoreply != nil {
 			lines = append(lines, Line{Subject: fmt.Sprintf("form %s route %s", form.Form, intake.AutoreplyRoute), Problem: emailProblem()})
 		}
+	}
+	if in.AlertEmail {
+		lines = append(lines, Line{Subject: "alerts target email", Problem: emailProblem()})
+	}
+	targets := intake.Config{Routes: append([]intake.Route(nil), in.AlertRoutes...)}
+	if err := targets.NameRoutes(); err != nil {
+		lines = append(lines, Line{Subject: "alerts", Problem: err.Error()})
+		targets.Routes = nil
+	}
+	for _, r := range targets.Routes {
+		lines = append(lines, Line{Subject: "alerts target " + r.Name, Problem: routeProblem(r)})
 	}
 	ok = true
 	for _, l := range lines {

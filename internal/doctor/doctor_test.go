@@ -20,8 +20,8 @@ import (
 )
 
 // TestCheckReportsEveryRoute: against fakes, the report has the store with its
-// migration, one line per route (ready, or what is wrong) and a store_only form; it is
-// ok only when every line is ready, and nothing is sent.
+// migration, one line per route (ready, or what is wrong), a store_only form and the
+// alert targets; it is ok only when every line is ready, and nothing is sent.
 func TestCheckReportsEveryRoute(t *testing.T) {
 	dir := t.TempDir()
 	relay := smtpfake.New(smtpfake.Config{Username: "forms", Password: "secret"})
@@ -53,12 +53,14 @@ func TestCheckReportsEveryRoute(t *testing.T) {
 			}},
 			{Form: "survey", StoreOnly: true},
 		},
+		AlertEmail:  true,
+		AlertRoutes: []intake.Route{{Channel: outbox.ChannelTelegram, ChatID: "-100777", Token: "123:token", Endpoint: bot.URL()}},
 	}
 	lines, ok := doctor.Check(context.Background(), in)
 	got := joinLines(lines)
 	want := "store sqlite " + in.Store.Path + " (migration "
 	if !ok || !strings.HasPrefix(got, want) || !strings.Contains(got, "form contact route email: ready\nform contact route webhook: ready\n"+
-		"form contact route telegram: ready\nform survey: ready") {
+		"form contact route telegram: ready\nform survey: ready\nalerts target email: ready\nalerts target telegram: ready\n") {
 		t.Fatalf("ok=%v, report:\n%s", ok, got)
 	}
 
@@ -72,6 +74,8 @@ func TestCheckReportsEveryRoute(t *testing.T) {
 		"form contact route email: e-mail provider smtp: ",
 		"form contact route webhook-2: connect to " + ln.Addr().String() + ": ",
 		"form contact route telegram-2: permanent unauthorized (HTTP 401): telegram answered 401: Unauthorized",
+		"alerts target email: e-mail provider smtp: ",
+		"alerts target telegram: ready",
 	} {
 		if ok || !strings.Contains(got, want) {
 			t.Errorf("ok=%v, want a line %q in:\n%s", ok, want, got)
