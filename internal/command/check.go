@@ -27,7 +27,7 @@ Loads the config as 'caddy validate' does (adapting a Caddyfile, provisioning ev
 module, so every load-time error and warning shows), then connects to the store and
 reports its migration level, and asks every route's provider, and every target of the
 owner alerts, a question that sends nothing: SES GetAccount, the Resend domains (the sender's must be verified), an SMTP
-session up to AUTH and QUIT before MAIL FROM, Telegram getMe, and for webhook, Slack,
+session up to AUTH and QUIT before MAIL FROM, Telegram getMe and getChat, and for webhook, Slack,
 Discord and Teams URLs a TCP connection and TLS handshake, with no HTTP request.
 
 Prints one line per route or alert target, 'ready' or what is wrong, and exits with status 0 only

@@ -81,7 +81,7 @@ func Check(ctx context.Context, in Input) (lines []Line, ok bool) {
 			return probe(func(ctx context.Context) error { return providers.ProbeURL(ctx, r.URL) })
 		case outbox.ChannelTelegram:
 			return probe(func(ctx context.Context) error {
-				return telegram.Probe(ctx, telegram.Bot{Token: r.Token, Endpoint: r.Endpoint})
+				return telegram.Probe(ctx, telegram.Bot{Token: r.Token, Endpoint: r.Endpoint}, r.ChatID)
 			})
 		}
 		return fmt.Sprintf("unknown channel %q", r.Channel)

@@ -65,7 +65,9 @@ func TestCheckReportsEveryRoute(t *testing.T) {
 	}
 
 	in.Forms[0].Routes = append(in.Forms[0].Routes, intake.Route{Channel: outbox.ChannelWebhook, URL: deadHook},
-		intake.Route{Channel: outbox.ChannelTelegram, ChatID: "-100", Token: "123:revoked", Endpoint: bot.URL()})
+		intake.Route{Channel: outbox.ChannelTelegram, ChatID: "-100", Token: "123:revoked", Endpoint: bot.URL()},
+		intake.Route{Channel: outbox.ChannelTelegram, ChatID: "-100999", Token: "123:token", Endpoint: bot.URL()})
+	bot.Kick("-100999")
 	in.Email.SMTP.Password = "wrong"
 	relay.At(smtpfake.AUTH, smtpfake.Reply{Code: 535, Text: "5.7.8 authentication credentials invalid"})
 	lines, ok = doctor.Check(context.Background(), in)
@@ -74,6 +76,7 @@ func TestCheckReportsEveryRoute(t *testing.T) {
 		"form contact route email: e-mail provider smtp: ",
 		"form contact route webhook-2: connect to " + ln.Addr().String() + ": ",
 		"form contact route telegram-2: permanent unauthorized (HTTP 401): telegram answered 401: Unauthorized",
+		"form contact route telegram-3: chat -100999: permanent bot_kicked (HTTP 403): telegram answered 403: Forbidden: bot was kicked from the group chat",
 		"alerts target email: e-mail provider smtp: ",
 		"alerts target telegram: ready",
 	} {
