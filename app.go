@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/mail"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +20,8 @@ import (
 )
 
 // DefaultFrom is the sender of development (.eml file) email when `email { from }` is
-// not set. Real providers get no default: mail from an unverified localhost sender is
-// rejected or lands in spam, and the visitor's lead with it.
-const DefaultFrom = "form_outbox <form-outbox@localhost>"
+// not set (caddyconf.DefaultFrom says why).
+const DefaultFrom = caddyconf.DefaultFrom
 
 // App is the `form_outbox` Caddy app: it owns the store shared by every form handler and
 // the worker that delivers their submissions. It is configured by the global option
@@ -104,10 +102,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if _, err := mail.ParseAddress(a.from); err != nil {
 		return fmt.Errorf("email from %q: %w", a.from, err)
 	}
-	a.mailDir = filepath.Join(caddy.AppDataDir(), AppName, "mail")
-	if a.Email != nil && a.Email.File != nil && a.Email.File.Dir != "" {
-		a.mailDir = a.Email.File.Dir
-	}
+	a.mailDir = a.App.MailDir(caddy.AppDataDir())
 
 	a.ipHashKey, err = loadIPHashKey()
 	if err != nil {

@@ -40,6 +40,8 @@ func (a *App) alertSources() []outbox.AlertSource {
 		alert.SpoolBacklog(a.spoolState, instance, time.Duration(ac.SpoolBacklog)),
 		alert.FeedbackRate(a.store, ac.FeedbackRate, time.Duration(ac.FeedbackWindow), ac.FeedbackMin),
 		a.LedgerAlertSource(),
+		alert.Unrouted(a.store, 0),      // 0: alert.DefaultEventAlertWindow
+		alert.TemplateEmpty(a.store, 0), // intake/templateempty.go writes its events
 		outbox.ParkedAlerts(a.store),
 	}
 }

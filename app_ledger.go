@@ -131,6 +131,9 @@ func (a *App) Ledger(ctx context.Context, forms []string, days int) (outbox.Ledg
 	a.flushLedger()
 	q := a.ledgerQuery()
 	q.Days, q.Forms = days, forms
+	if inv, ok := a.ledger.alerts.(outbox.LedgerInvalidator); ok {
+		inv.Invalidate()
+	}
 	return outbox.BuildLedger(ctx, a.store, q)
 }
 

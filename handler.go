@@ -61,8 +61,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Captcha != nil {
 		h.Captcha.Secret = repl.ReplaceKnown(h.Captcha.Secret, "")
 	}
+	if err := h.Config.CheckRouted(); err != nil { // JSON configs: the Caddyfile checked it at its line
+		return fmt.Errorf("form_outbox: %w", err)
+	}
 	if err := h.Config.Provision(); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
+	}
+	for _, w := range h.Config.Warnings() {
+		h.logger.Warn(w, zap.String("form", h.Form))
 	}
 	if err := h.app.registry.RegisterTelegramBots(h.Form, h.Routes); err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 )
 
 // AppName is the App's module ID and the name of the global option that configures it.
-const AppName = "form_outbox"
+const AppName = caddyconf.AppName
 
 // The modules and their Caddyfile words. The grammar is internal/caddyconf's; each
 // UnmarshalCaddyfile below only hands it the module's config.

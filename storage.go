@@ -1,8 +1,6 @@
 package formoutbox
 
 import (
-	"path/filepath"
-
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
@@ -30,7 +28,7 @@ func resolvedStorage(sc *caddyconf.StorageConfig) (storage.Config, error) {
 	repl := caddy.NewReplacer()
 	return storage.Resolve(storage.Config(raw),
 		func(s string) string { return repl.ReplaceKnown(s, "") },
-		filepath.Join(caddy.AppDataDir(), AppName, "outbox.db"))
+		caddyconf.DefaultStorePath(caddy.AppDataDir()))
 }
 
 // loadStore opens the configured store or shares the one already open. The caller must

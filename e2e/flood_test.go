@@ -35,6 +35,7 @@ http://127.0.0.1:{{HTTP}} {
 			max_clients 1000
 			max_stored 50
 		}
+		store_only
 	}
 	respond "site"
 }

@@ -24,6 +24,7 @@ http://127.0.0.1:{{HTTP}} {
 		field message required
 		client_ip full
 		rate_limit 2 10m
+		store_only
 	}
 }
 `

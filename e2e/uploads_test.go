@@ -524,6 +524,7 @@ http://127.0.0.1:{{HTTP}} {
 		field cv file required types application/pdf
 		max_body 2MB
 		redirect /thanks.html
+		store_only
 	}
 	file_server
 }

@@ -69,6 +69,7 @@ func (a *Autoreply) provision() error {
 	if err := a.route.parseTemplates(); err != nil {
 		return fmt.Errorf("autoreply: %w", err)
 	}
+	a.route.printed = a.route.renderedReferences()
 	return nil
 }
 
@@ -132,7 +133,7 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 	if attempts == 0 {
 		attempts = c.maxAttempts(Route{Channel: outbox.ChannelAutoreply})
 	}
-	return append(out, outbox.Delivery{
+	d := outbox.Delivery{
 		ID:            id,
 		SubmissionID:  sub.ID,
 		Route:         AutoreplyRoute,
@@ -144,5 +145,9 @@ func (c *Config) planAutoreply(out []outbox.Delivery, sub *outbox.Submission, ad
 		Payload:       p.AppendJSON(nil),
 		CreatedAt:     now,
 		UpdatedAt:     now,
-	}), nil
+	}
+	if err := c.markTemplateEmpty(sub, &a.route, []outbox.Delivery{d}, now); err != nil { // templateempty.go
+		return nil, err
+	}
+	return append(out, d), nil
 }

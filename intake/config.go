@@ -85,6 +85,9 @@ type Config struct {
 	MaxFieldLength int `json:"max_field_length,omitempty"`
 	// Routes are the notifications planned for every submission.
 	Routes []Route `json:"notify,omitempty"`
+	// StoreOnly says that a form with no routes is meant to have none: its posts are
+	// kept for the inbox and notify nobody (CheckRouted, coverage.go).
+	StoreOnly bool `json:"store_only,omitempty"`
 	// Autoreply, when set, answers the visitor by e-mail (see Autoreply); nil: never.
 	Autoreply *Autoreply `json:"autoreply,omitempty"`
 	// Mode is how the field spec is applied: "enforce" (default) or "monitor"
@@ -141,6 +144,7 @@ type Config struct {
 	limiter  *limiter     // nil without RateLimit
 	recent   *recentPosts // nil when dedupe is off
 	counters *Counters
+	warnings []string // found by Provision, logged by the Caddy layer (Warnings)
 }
 
 // FieldSpec describes one expected field. Every check but Required applies only to a
@@ -246,6 +250,7 @@ type Route struct {
 	Digest string `json:"digest,omitempty"`
 
 	templates routeTemplates  // parsed BodyText, BodyHTML and Text
+	printed   []Reference     // the fields its message prints (renderedReferences), for templateempty.go
 	schedule  digest.Schedule // parsed Digest
 }
 

@@ -18,6 +18,20 @@ type Counters struct {
 	RateLimitedDropped atomic.Uint64
 	// Deduplicated counts double posts answered with the original submission's id.
 	Deduplicated atomic.Uint64
+	// templateEmpty counts template.empty events per route (route name ->
+	// *atomic.Uint64): a field a message printed was missing from the post
+	// (templateempty.go). Stored as events too; counted here so the metric needs no
+	// query per scrape.
+	templateEmpty sync.Map
+}
+
+// TemplateEmpty returns the counter of route's template.empty events, creating it at 0.
+func (c *Counters) TemplateEmpty(route string) *atomic.Uint64 {
+	if v, ok := c.templateEmpty.Load(route); ok {
+		return v.(*atomic.Uint64)
+	}
+	v, _ := c.templateEmpty.LoadOrStore(route, new(atomic.Uint64))
+	return v.(*atomic.Uint64)
 }
 
 // CounterSnapshot is a point-in-time copy of one form's Counters.
@@ -26,6 +40,7 @@ type CounterSnapshot struct {
 	RateLimited        uint64
 	RateLimitedDropped uint64
 	Deduplicated       uint64
+	TemplateEmpty      map[string]uint64 // per route
 }
 
 var counters sync.Map // form name -> *Counters
@@ -49,9 +64,22 @@ func ReadCounters() []CounterSnapshot {
 			RateLimited:        c.RateLimited.Load(),
 			RateLimitedDropped: c.RateLimitedDropped.Load(),
 			Deduplicated:       c.Deduplicated.Load(),
+			TemplateEmpty:      c.templateEmptySnapshot(),
 		})
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Form < out[j].Form })
+	return out
+}
+
+func (c *Counters) templateEmptySnapshot() map[string]uint64 {
+	var out map[string]uint64
+	c.templateEmpty.Range(func(k, v any) bool {
+		if out == nil {
+			out = map[string]uint64{}
+		}
+		out[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
 	return out
 }

@@ -98,6 +98,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 		default:
 			return nil, fmt.Errorf("plan route %s: unknown channel %q", route.Name, route.Channel)
 		}
+		first := len(out)
 		for _, to := range recipients {
 			p := base
 			switch route.Channel {
@@ -124,6 +125,11 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 				CreatedAt:     now,
 				UpdatedAt:     now,
 			})
+		}
+		if route.Content != ContentLink { // the link-only email prints no field
+			if err := c.markTemplateEmpty(sub, &route, out[first:], now); err != nil { // templateempty.go
+				return nil, err
+			}
 		}
 	}
 	return c.planAutoreply(out, sub, replyTo, now)

@@ -99,6 +99,21 @@ func (c *Config) Provision() error {
 			return fmt.Errorf("intake: form %s: %w", c.Form, err)
 		}
 	}
+	c.warnings = nil
+	if err := c.checkReferences(); err != nil { // references.go
+		return fmt.Errorf("intake: form %s: %w", c.Form, err)
+	}
+	c.checkCoverage() // coverage.go
+	// A route that prints fields has its template_empty series from the start, at 0, so
+	// that an alert on its increase() sees the first one (internal/telemetry/metrics.go).
+	for i := range c.Routes {
+		if len(c.Routes[i].printed) > 0 {
+			c.counters.TemplateEmpty(c.Routes[i].Name)
+		}
+	}
+	if c.Autoreply != nil && len(c.Autoreply.route.printed) > 0 {
+		c.counters.TemplateEmpty(AutoreplyRoute)
+	}
 	if len(c.IPHashKey) == 0 {
 		c.IPHashKey = make([]byte, 32)
 		if _, err := rand.Read(c.IPHashKey); err != nil {
@@ -134,16 +149,10 @@ func (c *Config) provisionFields() error {
 	return nil
 }
 
-// telegramChatID is what a Bot API chat_id may be: a (negative for groups) number, or a
-// public channel's @username.
-var telegramChatID = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
-
-// absoluteHTTP reports an absolute http(s) URL with a host and no control characters.
-func absoluteHTTP(s string) bool {
-	return !hasControl(s) && CheckHTTPURL(s) == nil
-}
-
-func (c *Config) provisionRoutes() error {
+// NameRoutes gives every unnamed route its name, as Provision does (the doctor names
+// routes the same way without provisioning): the channel, with "-2", "-3"... for later
+// unnamed routes of one channel.
+func (c *Config) NameRoutes() error {
 	names := map[string]bool{}
 	for _, r := range c.Routes {
 		if r.Name != "" {
@@ -159,22 +168,42 @@ func (c *Config) provisionRoutes() error {
 	perChannel := map[outbox.Channel]int{}
 	for i := range c.Routes {
 		r := &c.Routes[i]
-		if r.Name == "" {
-			// Later unnamed routes of a channel get "-2", "-3"... skipping names the user
-			// took, so route names (part of the deliveries' unique key) stay unique.
-			for {
-				perChannel[r.Channel]++
-				name := string(r.Channel)
-				if n := perChannel[r.Channel]; n > 1 {
-					name = fmt.Sprintf("%s-%d", r.Channel, n)
-				}
-				if !names[name] {
-					r.Name = name
-					names[name] = true
-					break
-				}
+		if r.Name != "" {
+			continue
+		}
+		// Later unnamed routes of a channel get "-2", "-3"... skipping names the user
+		// took, so route names (part of the deliveries' unique key) stay unique.
+		for {
+			perChannel[r.Channel]++
+			name := string(r.Channel)
+			if n := perChannel[r.Channel]; n > 1 {
+				name = fmt.Sprintf("%s-%d", r.Channel, n)
+			}
+			if !names[name] {
+				r.Name = name
+				names[name] = true
+				break
 			}
 		}
+	}
+	return nil
+}
+
+// telegramChatID is what a Bot API chat_id may be: a (negative for groups) number, or a
+// public channel's @username.
+var telegramChatID = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
+
+// absoluteHTTP reports an absolute http(s) URL with a host and no control characters.
+func absoluteHTTP(s string) bool {
+	return !hasControl(s) && CheckHTTPURL(s) == nil
+}
+
+func (c *Config) provisionRoutes() error {
+	if err := c.NameRoutes(); err != nil {
+		return err
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
 		if hasControl(r.Name) {
 			return fmt.Errorf("notify: route name %q contains control characters", r.Name)
 		}
@@ -190,6 +219,7 @@ func (c *Config) provisionRoutes() error {
 		if err := r.parseTemplates(); err != nil {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}
+		r.printed = r.renderedReferences()
 		if err := r.checkDigest(); err != nil {
 			return fmt.Errorf("notify %s: %w", r.Name, err)
 		}

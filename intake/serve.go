@@ -86,6 +86,7 @@ func (c *Config) serveSubmission(w http.ResponseWriter, r *http.Request, acc Acc
 	}
 	if !stored.Duplicate {
 		c.logTemplateFailures(logger, res.Submission)
+		c.noteTemplateEmpty(logger, res.Submission)
 	}
 	if ce := logger.Check(zapcore.DebugLevel, "submission stored"); ce != nil {
 		ce.Write(zap.String("form", c.Form), zap.String("id", stored.ID.String()),
@@ -113,5 +114,20 @@ func (c *Config) logTemplateFailures(logger *zap.Logger, sub *outbox.Submission)
 		logger.Warn(msg, zap.String("form", c.Form),
 			zap.String("id", sub.ID.String()), zap.String("route", f.Route), zap.String("option", f.Option),
 			zap.String("template", f.Template), zap.String("error", f.Error))
+	}
+}
+
+// noteTemplateEmpty counts and logs the template.empty events of a stored submission
+// (templateempty.go): the route, the option and the field's name, never a value.
+func (c *Config) noteTemplateEmpty(logger *zap.Logger, sub *outbox.Submission) {
+	for _, ev := range sub.Events {
+		var te TemplateEmpty
+		if ev.Kind != outbox.EventTemplateEmpty || json.Unmarshal(ev.Data, &te) != nil {
+			continue
+		}
+		c.counters.TemplateEmpty(te.Route).Add(1)
+		logger.Warn("a message printed a field the post did not carry; that part was sent empty",
+			zap.String("form", c.Form), zap.String("id", sub.ID.String()), zap.String("delivery", te.Delivery),
+			zap.String("route", te.Route), zap.String("option", te.Option), zap.String("field", te.Field))
 	}
 }

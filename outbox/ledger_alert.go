@@ -50,6 +50,18 @@ type ledgerAlerts struct {
 
 func (s *ledgerAlerts) Name() string { return "ledger" }
 
+// Invalidate makes the next Conditions read the ledger again. An operator who reads the
+// ledger (admin API, CLI) and sees a mismatch must find the alert and the gauge saying
+// the same at their next poll, not up to Every later.
+func (s *ledgerAlerts) Invalidate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = time.Time{}
+}
+
+// LedgerInvalidator is what NewLedgerAlertSource's source also is.
+type LedgerInvalidator interface{ Invalidate() }
+
 func (s *ledgerAlerts) Conditions(ctx context.Context, now time.Time) ([]AlertCondition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -143,9 +143,13 @@ func TestLedgerAlertSourceReportsAndReadsSparingly(t *testing.T) {
 	if st.reads != 1 {
 		t.Errorf("%d reads within a minute, want 1", st.reads)
 	}
+	src.(LedgerInvalidator).Invalidate() // an operator read the ledger: the next poll reads too
+	if _, err := src.Conditions(context.Background(), now.Add(40*time.Second)); err != nil || st.reads != 2 {
+		t.Fatalf("after Invalidate: %v, %d reads; want a second read", err, st.reads)
+	}
 	st.rows = LedgerRows{} // the lost lead was handled: the condition goes
-	got, err := src.Conditions(context.Background(), now.Add(time.Minute))
-	if err != nil || len(got) != 0 || st.reads != 2 {
-		t.Errorf("after Every: %+v (%v), %d reads; want none and a second read", got, err, st.reads)
+	got, err := src.Conditions(context.Background(), now.Add(40*time.Second+time.Minute))
+	if err != nil || len(got) != 0 || st.reads != 3 {
+		t.Errorf("after Every: %+v (%v), %d reads; want none and a third read", got, err, st.reads)
 	}
 }

@@ -112,6 +112,11 @@ const (
 	// "probe" or the operator), and how many deliveries an unpark resumed.
 	EventDestinationParked   = "destination.parked"
 	EventDestinationUnparked = "destination.unparked"
+	// EventTemplateEmpty records that a delivery's message printed a field its
+	// submission did not carry (a subject's {field.NAME}, a template's {{field "NAME"}}),
+	// so that part went out empty; its data names the form, the route, the option, the
+	// field and the delivery, never a value (intake/templateempty.go).
+	EventTemplateEmpty = "template.empty"
 )
 
 // Field is one submitted form field. Submissions keep fields in the order the visitor's

@@ -119,3 +119,17 @@ type Notifier interface {
 	// Listen calls wake whenever another process broadcasts, until ctx ends.
 	Listen(ctx context.Context, wake func()) error
 }
+
+// MigrationLevel is how far a database's schema is migrated: the highest migration
+// applied to it, and the highest this build knows. Applied above Known means a newer
+// build has migrated the database (`caddy form-outbox check` reports it).
+type MigrationLevel struct {
+	Applied int
+	Known   int
+}
+
+// MigrationReporter is implemented by both stores: a read of the migrations table, for
+// `caddy form-outbox check`.
+type MigrationReporter interface {
+	MigrationLevel(ctx context.Context) (MigrationLevel, error)
+}

@@ -221,6 +221,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify telegram CHAT_ID { token SECRET; endpoint URL; rate R }   # see parseChatNotify
 //		notify slack|discord|teams URL { rate R }
 //		(every notify block also takes `when field ...` guards and `fallback`; see parseRouteOption)
+//		store_only                             # no notify route, deliberately: posts are kept, nobody is told
 //	}
 //
 // It is registered with RegisterDirective rather than RegisterHandlerDirective because it
@@ -277,6 +278,12 @@ func formFromMatcher(set caddy.ModuleMap) (string, bool) {
 // matcher token, if any, has already been removed from d.
 func ParseForm(d *caddyfile.Dispenser, h *intake.Config) error {
 	d.Next() // the directive name
+	// The block's own tokens, so that the checks after the block (checkReferences) can
+	// go over it again; errors keep their file and line, which tokens carry.
+	d = caddyfile.NewDispenser(d.NextSegment())
+	d.Next()
+	directive := caddyfile.NewDispenser([]caddyfile.Token{d.Token()})
+	directive.Next()
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -315,6 +322,11 @@ func ParseForm(d *caddyfile.Dispenser, h *intake.Config) error {
 			var r intake.Route
 			r, err = parseNotify(d)
 			h.Routes = append(h.Routes, r)
+		case "store_only":
+			if d.NextArg() {
+				err = d.ArgErr()
+			}
+			h.StoreOnly = true
 		default:
 			var ok bool
 			if ok, err = unmarshalDefence(d, h, opt); !ok {
@@ -332,7 +344,10 @@ func ParseForm(d *caddyfile.Dispenser, h *intake.Config) error {
 	if line := fieldLines[honeypot]; line != nil {
 		return line.Errf("field %q: is the honeypot (name the honeypot otherwise with `honeypot NAME`)", honeypot)
 	}
-	return nil
+	if err := h.CheckRouted(); err != nil {
+		return directive.Err(err.Error())
+	}
+	return checkReferences(d, h) // caddyfile_references.go
 }
 
 func parseField(d *caddyfile.Dispenser) (intake.FieldSpec, error) {

@@ -9,6 +9,7 @@ package caddyconf
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -17,6 +18,14 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
+
+// AppName is the App's module ID and the name of the global option that configures it.
+const AppName = "form_outbox"
+
+// DefaultFrom is the sender of development (.eml file) email when `email { from }` is
+// not set. Real providers get no default: mail from an unverified localhost sender is
+// rejected or lands in spam, and the visitor's lead with it.
+const DefaultFrom = "form_outbox <form-outbox@localhost>"
 
 // ErrFromRequired is why a config with a real email provider and no sender is refused.
 var ErrFromRequired = errors.New("from is required (the verified sender address, e.g. from \"Forms <forms@example.com>\")")
@@ -243,4 +252,19 @@ type FeedbackSNSConfig struct {
 type FeedbackResendConfig struct {
 	// Secret is the webhook's signing secret (whsec_...); use a placeholder.
 	Secret string `json:"secret,omitempty"`
+}
+
+// DefaultStorePath is the SQLite file used when `storage` names none, under Caddy's
+// data directory (caddy.AppDataDir()).
+func DefaultStorePath(appDataDir string) string {
+	return filepath.Join(appDataDir, AppName, "outbox.db")
+}
+
+// MailDir is where the development file provider writes: `email { file DIR }`, else
+// under Caddy's data directory.
+func (a *App) MailDir(appDataDir string) string {
+	if a.Email != nil && a.Email.File != nil && a.Email.File.Dir != "" {
+		return a.Email.File.Dir
+	}
+	return filepath.Join(appDataDir, AppName, "mail")
 }

@@ -76,15 +76,7 @@ func NewEmail(ctx context.Context, c Email) (providers.Provider, error) {
 	}
 	var list []providers.Provider
 	if s := c.SES; s != nil {
-		p, err := ses.New(ctx, ses.Config{
-			From:             c.From,
-			Region:           s.Region,
-			Endpoint:         s.Endpoint,
-			AccessKeyID:      s.AccessKeyID,
-			SecretAccessKey:  s.SecretAccessKey,
-			ConfigurationSet: s.ConfigurationSet,
-			Timeout:          s.Timeout,
-		})
+		p, err := newSES(ctx, s, c.From)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +85,7 @@ func NewEmail(ctx context.Context, c Email) (providers.Provider, error) {
 		}
 	}
 	if r := c.Resend; r != nil {
-		p, err := resend.New(resend.Config{From: c.From, APIKey: r.APIKey, Endpoint: r.Endpoint, Timeout: r.Timeout})
+		p, err := newResend(r, c.From)
 		if err != nil {
 			return nil, err
 		}
@@ -128,6 +120,22 @@ func appendPaced(list []providers.Provider, p providers.Provider, name, rate, de
 		return nil, err
 	}
 	return append(list, ratelimit.Wrap(p, perSecond)), nil
+}
+
+func newSES(ctx context.Context, s *SES, from string) (*ses.Provider, error) {
+	return ses.New(ctx, ses.Config{
+		From:             from,
+		Region:           s.Region,
+		Endpoint:         s.Endpoint,
+		AccessKeyID:      s.AccessKeyID,
+		SecretAccessKey:  s.SecretAccessKey,
+		ConfigurationSet: s.ConfigurationSet,
+		Timeout:          s.Timeout,
+	})
+}
+
+func newResend(r *Resend, from string) (*resend.Provider, error) {
+	return resend.New(resend.Config{From: from, APIKey: r.APIKey, Endpoint: r.Endpoint, Timeout: r.Timeout})
 }
 
 func newSMTP(c *SMTP, from string) (*smtp.Provider, error) {

@@ -54,6 +54,8 @@ var (
 		"Rate-limited posts not stored because the form's quota of rate_limited rows for the window was used up.", []string{"form"}, nil)
 	deduplicatedDesc = prometheus.NewDesc("form_outbox_deduplicated_total",
 		"Double posts answered with the first post's id instead of being stored again.", []string{"form"}, nil)
+	templateEmptyDesc = prometheus.NewDesc("form_outbox_template_empty_total",
+		"Deliveries whose message printed a field the post did not carry (a template.empty event each, per option and field).", []string{"form", "route"}, nil)
 )
 
 // intakeCounters exports intake.ReadCounters at scrape time. The counters live in
@@ -66,6 +68,7 @@ func (intakeCounters) Describe(ch chan<- *prometheus.Desc) {
 	ch <- rateLimitedDesc
 	ch <- rateLimitedDroppedDesc
 	ch <- deduplicatedDesc
+	ch <- templateEmptyDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -74,6 +77,9 @@ func (intakeCounters) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(rateLimitedDesc, prometheus.CounterValue, float64(c.RateLimited), c.Form)
 		ch <- prometheus.MustNewConstMetric(rateLimitedDroppedDesc, prometheus.CounterValue, float64(c.RateLimitedDropped), c.Form)
 		ch <- prometheus.MustNewConstMetric(deduplicatedDesc, prometheus.CounterValue, float64(c.Deduplicated), c.Form)
+		for route, n := range c.TemplateEmpty {
+			ch <- prometheus.MustNewConstMetric(templateEmptyDesc, prometheus.CounterValue, float64(n), c.Form, route)
+		}
 	}
 }
 

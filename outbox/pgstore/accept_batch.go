@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
@@ -219,10 +220,12 @@ func (c *plannedDeliveries) params(args []any) []any {
 type extraEvents struct {
 	kind, data []string
 	at         []time.Time
+	delivery   []string // the event's delivery id, "" for none (stored as NULL)
 }
 
 func (c *extraEvents) grow(n int) {
 	c.kind, c.data, c.at = slices.Grow(c.kind, n), slices.Grow(c.data, n), slices.Grow(c.at, n)
+	c.delivery = slices.Grow(c.delivery, n)
 }
 
 func (c *extraEvents) add(ev outbox.Event, created time.Time) {
@@ -231,4 +234,9 @@ func (c *extraEvents) add(ev outbox.Event, created time.Time) {
 		data = "{}"
 	}
 	c.kind, c.data, c.at = append(c.kind, ev.Kind), append(c.data, data), append(c.at, orTime(ev.At, created))
+	del := ""
+	if ev.DeliveryID != uuid.Nil {
+		del = ev.DeliveryID.String()
+	}
+	c.delivery = append(c.delivery, del)
 }

@@ -150,8 +150,8 @@ func (c *acceptColumns) add(r *acceptRow) {
 }
 
 func (c *acceptColumns) params() []any {
-	args := make([]any, 0, 38)
+	args := make([]any, 0, 39)
 	args = append(args, c.id, c.form, c.status, c.reason, c.data, c.meta, c.key, c.hash, c.test, c.created, c.dSub)
 	args = c.d.params(args)
-	return append(args, outbox.EventSubmissionReceived, c.recv, c.eSub, c.e.kind, c.e.data, c.e.at, c.unbound)
+	return append(args, outbox.EventSubmissionReceived, c.recv, c.eSub, c.e.kind, c.e.data, c.e.at, c.unbound, c.e.delivery)
 }

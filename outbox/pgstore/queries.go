@@ -68,5 +68,6 @@ var (
 	qSchemaExists          = queries.Must("SchemaExists")
 	qCreateMigrationsTable = queries.Must("CreateMigrationsTable")
 	qAppliedMigrations     = queries.Must("AppliedMigrations")
+	qMigrationLevel        = queries.Must("MigrationLevel")
 	qRecordMigration       = queries.Must("RecordMigration")
 )

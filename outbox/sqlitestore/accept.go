@@ -62,7 +62,7 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		}
 	}
 	if _, err := tx.ExecContext(ctx, qInsertSubmissionEvent,
-		outbox.EventSubmissionReceived, sub.ID.String(), string(p.Event), micros(created)); err != nil {
+		outbox.EventSubmissionReceived, sub.ID.String(), "", string(p.Event), micros(created)); err != nil {
 		return outbox.AcceptResult{}, fmt.Errorf("insert event: %w", err)
 	}
 	for _, ev := range sub.Events { // e.g. schema.drift, in the same transaction
@@ -70,8 +70,12 @@ func acceptIn(ctx context.Context, tx txQuerier, sub *outbox.Submission, deliver
 		if data == "" {
 			data = "{}"
 		}
+		del := ""
+		if ev.DeliveryID != uuid.Nil {
+			del = ev.DeliveryID.String()
+		}
 		if _, err := tx.ExecContext(ctx, qInsertSubmissionEvent,
-			ev.Kind, sub.ID.String(), data, micros(orTime(ev.At, created))); err != nil {
+			ev.Kind, sub.ID.String(), del, data, micros(orTime(ev.At, created))); err != nil {
 			return outbox.AcceptResult{}, fmt.Errorf("insert %s event: %w", ev.Kind, err)
 		}
 	}

@@ -68,6 +68,7 @@ var (
 	qCreateMigrationsTable = queries.Must("CreateMigrationsTable")
 	qAppliedMigrations     = queries.Must("AppliedMigrations")
 	qRecordMigration       = queries.Must("RecordMigration")
+	qMigrationLevel        = queries.Must("MigrationLevel")
 
 	qSavepoint           = queries.Must("Savepoint")
 	qRollbackToSavepoint = queries.Must("RollbackToSavepoint")

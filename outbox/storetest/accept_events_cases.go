@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
@@ -79,5 +81,26 @@ var _ = register("AcceptKeepsSchemaViolationFields", func(t *testing.T, s outbox
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("schema.violation data = %+v, want %+v", got, want)
+	}
+})
+
+// An extra event about one of the submission's deliveries (template.empty) keeps its
+// delivery id; one about the submission only has none.
+var _ = register("AcceptWritesEventDeliveryIDs", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	sub := NewSubmission("contact")
+	d := NewDelivery(sub, "email", "sales@example.com")
+	sub.Events = []outbox.Event{
+		{Kind: outbox.EventTemplateEmpty, DeliveryID: d.ID, Data: json.RawMessage(`{"form":"contact","field":"name"}`)},
+		{Kind: outbox.EventSchemaDrift, Data: json.RawMessage(`{"form":"contact"}`)},
+	}
+	MustAccept(t, s, sub, d)
+	empty, err := s.ListEvents(ctx, outbox.EventTemplateEmpty, 10)
+	if err != nil || len(empty) != 1 || empty[0].DeliveryID != d.ID || empty[0].SubmissionID != sub.ID {
+		t.Fatalf("template.empty events %+v (%v), want one for delivery %s", empty, err, d.ID)
+	}
+	drift, err := s.ListEvents(ctx, outbox.EventSchemaDrift, 10)
+	if err != nil || len(drift) != 1 || drift[0].DeliveryID != uuid.Nil {
+		t.Fatalf("schema.drift events %+v (%v), want one without a delivery", drift, err)
 	}
 })

@@ -32,6 +32,9 @@ import (
 // Path is where Resend's send-email endpoint is posted.
 const Path = "/emails"
 
+// DomainsPath is where the account's domains are listed (a GET).
+const DomainsPath = "/domains"
+
 // Request is one recorded HTTP request, with headers and raw body.
 type Request = fakehttp.Request
 
@@ -118,6 +121,15 @@ type Server struct {
 	mu     sync.Mutex
 	apiKey string
 	byKey  map[string]string // idempotency key -> id
+	// domains are what DomainsPath lists, name -> status; nil: example.com, verified.
+	domains map[string]string
+}
+
+// SetDomains sets the account's domains (name -> status, e.g. "verified", "pending").
+func (s *Server) SetDomains(domains map[string]string) {
+	s.mu.Lock()
+	s.domains = domains
+	s.mu.Unlock()
 }
 
 // New starts a fake Resend on a free loopback port. It panics if it cannot listen.
@@ -155,11 +167,13 @@ func (s *Server) RequireAPIKey(key string) {
 }
 
 func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
-	if r.Method != http.MethodPost || r.Path != Path {
+	list := r.Method == http.MethodGet && r.Path == DomainsPath
+	if !list && (r.Method != http.MethodPost || r.Path != Path) {
 		return errorAnswer(Reply{Status: 404, Name: "not_found", Message: "The requested endpoint does not exist."})
 	}
 	s.mu.Lock()
 	want := s.apiKey
+	domains := s.domains
 	s.mu.Unlock()
 	if want != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -169,6 +183,17 @@ func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []
 		case got != want:
 			return errorAnswer(InvalidAPIKey())
 		}
+	}
+	if list {
+		if domains == nil {
+			domains = map[string]string{"example.com": "verified"}
+		}
+		var data []map[string]string
+		for name, status := range domains {
+			data = append(data, map[string]string{"object": "domain", "name": name, "status": status})
+		}
+		return fakehttp.Answer, http.StatusOK, http.Header{"Content-Type": {"application/json"}},
+			fakehttp.JSON(map[string]any{"object": "list", "data": data})
 	}
 	if q := s.quota.Load(); q != nil && !q.Allow(r.At) {
 		return errorAnswer(RateLimited("1"))

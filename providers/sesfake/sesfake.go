@@ -28,6 +28,9 @@ import (
 // Path is where SES v2 SendEmail is posted.
 const Path = "/v2/email/outbound-emails"
 
+// AccountPath is where SES v2 GetAccount is asked (a GET).
+const AccountPath = "/v2/email/account"
+
 // Request is one recorded HTTP request, with headers (the SigV4 Authorization among
 // them) and raw body.
 type Request = fakehttp.Request
@@ -129,7 +132,12 @@ type Server struct {
 	ids              atomic.Int64
 	sent             fakehttp.Log[Sent]
 	quota            atomic.Pointer[fakehttp.Quota]
+	paused           atomic.Bool
 }
+
+// PauseSending makes GetAccount answer SendingEnabled false, as for an account AWS
+// paused (the script still decides what sends get).
+func (s *Server) PauseSending(paused bool) { s.paused.Store(paused) }
 
 // New starts a fake SES on a free loopback port. It panics if it cannot listen.
 func New() *Server {
@@ -158,6 +166,10 @@ func (s *Server) Throttled() int {
 func (s *Server) URL() string { return s.Server.URL() }
 
 func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
+	if r.Method == http.MethodGet && r.Path == AccountPath {
+		return fakehttp.Answer, http.StatusOK, http.Header{"Content-Type": {"application/json"}}, fakehttp.JSON(map[string]any{
+			"SendingEnabled": !s.paused.Load(), "ProductionAccessEnabled": true, "EnforcementStatus": "HEALTHY"})
+	}
 	if r.Method != http.MethodPost || r.Path != Path {
 		return errorAnswer(Reply{Status: 404, Type: "UnknownOperationException", Message: "no such operation " + r.Method + " " + r.Path})
 	}

@@ -217,54 +217,11 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 }
 
 func (p *Provider) send(ctx context.Context, built *mimemsg.Built) *providers.Error {
-	deadline := time.Now().Add(p.timeout)
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	raw, err := (&net.Dialer{}).DialContext(dctx, "tcp", p.addr)
-	if err != nil {
-		return p.classify(ctx, stConnect, err, false)
+	cl, conn, done, perr := p.session(ctx)
+	if perr != nil {
+		return perr
 	}
-	conn := &trackConn{Conn: raw}
-	defer conn.Close()
-	// One deadline for the whole conversation, and the caller's cancellation breaks any
-	// read or write at once.
-	conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-
-	var c net.Conn = conn
-	if p.mode == Implicit {
-		tc := tls.Client(conn, p.tls)
-		if err := tc.HandshakeContext(dctx); err != nil {
-			return p.tlsError(ctx, stConnect, err)
-		}
-		c = tc
-	}
-	cl, err := smtp.NewClient(c, p.host)
-	if err != nil {
-		return p.classify(ctx, stConnect, err, false)
-	}
-	if err := cl.Hello(p.helo); err != nil {
-		return p.classify(ctx, stEHLO, err, false)
-	}
-	if ok, _ := cl.Extension("STARTTLS"); p.mode == StartTLS {
-		if !ok {
-			return &providers.Error{Class: providers.Temporary, Failover: true, Code: "no_starttls",
-				Err: fmt.Errorf("smtp: %s does not offer STARTTLS; refusing to send in plain text (tls starttls)", p.addr)}
-		}
-		if err := cl.StartTLS(p.tls); err != nil {
-			return p.tlsError(ctx, stSTARTTLS, err)
-		}
-	}
-	if p.user != "" {
-		if ok, _ := cl.Extension("AUTH"); !ok {
-			return &providers.Error{Class: providers.Temporary, Failover: true, Code: "no_auth",
-				Err: fmt.Errorf("smtp: %s does not offer AUTH, but a username is configured", p.addr)}
-		}
-		if err := cl.Auth(&plainAuth{user: p.user, pass: p.pass, plainOK: p.loopback}); err != nil {
-			return p.classify(ctx, stAUTH, err, false)
-		}
-	}
+	defer done()
 	if err := cl.Mail(p.from.Address); err != nil {
 		return p.classify(ctx, stMAIL, err, false)
 	}
@@ -287,6 +244,64 @@ func (p *Provider) send(ctx context.Context, built *mimemsg.Built) *providers.Er
 	}
 	cl.Quit() // the message is accepted; a failed QUIT changes nothing
 	return nil
+}
+
+// session connects and greets the relay, with TLS and AUTH as configured, up to the
+// point where a message would start (MAIL FROM): what send and Probe share. done
+// closes the connection and stops watching ctx.
+func (p *Provider) session(ctx context.Context) (*smtp.Client, *trackConn, func(), *providers.Error) {
+	deadline := time.Now().Add(p.timeout)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	raw, err := (&net.Dialer{}).DialContext(dctx, "tcp", p.addr)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, p.classify(ctx, stConnect, err, false)
+	}
+	conn := &trackConn{Conn: raw}
+	// One deadline for the whole conversation, and the caller's cancellation breaks any
+	// read or write at once.
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	done := func() { stop(); conn.Close(); cancel() }
+	fail := func(perr *providers.Error) (*smtp.Client, *trackConn, func(), *providers.Error) {
+		done()
+		return nil, nil, nil, perr
+	}
+
+	var c net.Conn = conn
+	if p.mode == Implicit {
+		tc := tls.Client(conn, p.tls)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			return fail(p.tlsError(ctx, stConnect, err))
+		}
+		c = tc
+	}
+	cl, err := smtp.NewClient(c, p.host)
+	if err != nil {
+		return fail(p.classify(ctx, stConnect, err, false))
+	}
+	if err := cl.Hello(p.helo); err != nil {
+		return fail(p.classify(ctx, stEHLO, err, false))
+	}
+	if ok, _ := cl.Extension("STARTTLS"); p.mode == StartTLS {
+		if !ok {
+			return fail(&providers.Error{Class: providers.Temporary, Failover: true, Code: "no_starttls",
+				Err: fmt.Errorf("smtp: %s does not offer STARTTLS; refusing to send in plain text (tls starttls)", p.addr)})
+		}
+		if err := cl.StartTLS(p.tls); err != nil {
+			return fail(p.tlsError(ctx, stSTARTTLS, err))
+		}
+	}
+	if p.user != "" {
+		if ok, _ := cl.Extension("AUTH"); !ok {
+			return fail(&providers.Error{Class: providers.Temporary, Failover: true, Code: "no_auth",
+				Err: fmt.Errorf("smtp: %s does not offer AUTH, but a username is configured", p.addr)})
+		}
+		if err := cl.Auth(&plainAuth{user: p.user, pass: p.pass, plainOK: p.loopback}); err != nil {
+			return fail(p.classify(ctx, stAUTH, err, false))
+		}
+	}
+	return cl, conn, done, nil
 }
 
 // classify maps a failure at stage st to the outbox's classes (the package doc's table).

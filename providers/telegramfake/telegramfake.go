@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf16"
 
@@ -92,7 +93,14 @@ type Server struct {
 	token string
 	ids   atomic.Int64
 	sent  fakehttp.Log[Sent]
+	// kicked holds the chats the bot was removed from (Kick): getChat refuses them.
+	kicked sync.Map
 }
+
+// Kick removes the bot from chatID, as an admin of the group would: getChat then
+// answers 403 "Forbidden: bot was kicked from the group chat" (the script still
+// decides what sendMessage gets).
+func (s *Server) Kick(chatID string) { s.kicked.Store(chatID, true) }
 
 // New starts a fake Bot API for one bot token on a free loopback port. It panics if it
 // cannot listen.
@@ -111,10 +119,25 @@ func (s *Server) Messages() []Sent { return s.sent.All() }
 func (s *Server) handle(n int, r Request) (fakehttp.Action, int, http.Header, []byte) {
 	token, method, ok := strings.Cut(strings.TrimPrefix(r.Path, "/bot"), "/")
 	switch {
-	case !strings.HasPrefix(r.Path, "/bot") || !ok || method != "sendMessage" || r.Method != http.MethodPost:
+	case !strings.HasPrefix(r.Path, "/bot") || !ok || (method != "sendMessage" && method != "getMe" && method != "getChat") || r.Method != http.MethodPost:
 		return refuse(Reply{Status: 404, Description: "Not Found"})
 	case token != s.token:
 		return refuse(Reply{Status: 401, Description: "Unauthorized"})
+	case method == "getMe": // who the bot is; the script is for messages
+		return fakehttp.Answer, http.StatusOK, http.Header{"Content-Type": {"application/json"}}, fakehttp.JSON(map[string]any{
+			"ok": true, "result": map[string]any{"id": 1, "is_bot": true, "username": "fake_bot"}})
+	case method == "getChat": // the chat, while the bot is in it
+		var q struct {
+			ChatID string `json:"chat_id"`
+		}
+		if json.Unmarshal(r.Body, &q) != nil || q.ChatID == "" {
+			return refuse(Reply{Status: 400, Description: "Bad Request: chat_id is empty"})
+		}
+		if _, gone := s.kicked.Load(q.ChatID); gone {
+			return refuse(BotKicked())
+		}
+		return fakehttp.Answer, http.StatusOK, http.Header{"Content-Type": {"application/json"}}, fakehttp.JSON(map[string]any{
+			"ok": true, "result": map[string]any{"id": q.ChatID, "type": "supergroup"}})
 	}
 	reply := s.Next(n, r)
 	if act, ok := fakehttp.Unanswered(reply.Hang, reply.Drop); ok {

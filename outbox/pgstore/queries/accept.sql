@@ -45,12 +45,12 @@ WITH s AS (
 		AS d(sub, id, {{PlannedDeliveryFields}})
 	JOIN s ON s.id = d.sub
 ), e AS (
-	INSERT INTO events (kind, submission_id, data, at)
-	SELECT $32::text, s.id, x.data::json, x.at
+	INSERT INTO events (kind, submission_id, delivery_id, data, at)
+	SELECT $32::text, s.id, NULL::uuid, x.data::json, x.at
 	FROM unnest($1::uuid[], $33::text[], $10::timestamptz[]) AS x(id, data, at) JOIN s ON s.id = x.id
 	UNION ALL
-	SELECT x.kind, s.id, x.data::json, x.at
-	FROM unnest($34::uuid[], $35::text[], $36::text[], $37::timestamptz[]) AS x(sub, kind, data, at)
+	SELECT x.kind, s.id, NULLIF(x.del, '')::uuid, x.data::json, x.at
+	FROM unnest($34::uuid[], $35::text[], $36::text[], $37::timestamptz[], $39::text[]) AS x(sub, kind, data, at, del)
 	JOIN s ON s.id = x.sub
 )
 SELECT id FROM s

@@ -27,3 +27,6 @@ SELECT version FROM form_outbox_migrations
 
 -- name: RecordMigration
 INSERT INTO form_outbox_migrations (version) VALUES ($1)
+
+-- name: MigrationLevel
+SELECT coalesce(max(version), 0) FROM form_outbox_migrations

@@ -16,4 +16,4 @@ INSERT INTO deliveries ({{DeliveryColumns}})
 -- name: InsertSubmissionEvent
 -- submission.received and the submission's extra events (sub.Events).
 INSERT INTO events (kind, submission_id, delivery_id, data, at)
-	VALUES (?, ?, NULL, ?, ?)
+	VALUES (?, ?, NULLIF(?, ''), ?, ?)

@@ -36,3 +36,6 @@ ROLLBACK TO write_fn
 
 -- name: WriteRelease
 RELEASE write_fn
+
+-- name: MigrationLevel
+SELECT coalesce(max(version), 0) FROM form_outbox_migrations
