@@ -69,6 +69,7 @@ func (b adminBackend) Store() outbox.Store               { return b.a.store }
 func (b adminBackend) Logger() *zap.Logger               { return b.a.logger }
 func (b adminBackend) Wake(ctx context.Context)          { b.a.worker.Broadcast(ctx) }
 func (b adminBackend) Health(ctx context.Context) Health { return b.a.health(ctx) }
+func (b adminBackend) Parker() outbox.Parker             { return b.a.worker }
 func (b adminBackend) Ledger(ctx context.Context, forms []string, days int) (outbox.Ledger, error) {
 	return b.a.Ledger(ctx, forms, days)
 }

@@ -182,6 +182,8 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 	if r := a.Retry; r != nil {
 		wc.Retry = outbox.RetryPolicy{Base: time.Duration(r.Base), MaxDelay: time.Duration(r.MaxDelay)}
 	}
+	wc.Parking = a.Park.Policy(a.emailProviderName)
+	wc.OnPark, wc.OnUnpark, wc.OnHold = a.observer().Parked, a.observer().Unparked, a.observer().Held
 	return wc
 }
 

@@ -42,6 +42,7 @@ func (a *App) alertSources() []outbox.AlertSource {
 		a.LedgerAlertSource(),
 		alert.Unrouted(a.store, 0),      // 0: alert.DefaultEventAlertWindow
 		alert.TemplateEmpty(a.store, 0), // intake/templateempty.go writes its events
+		outbox.ParkedAlerts(a.store),
 	}
 }
 

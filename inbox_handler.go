@@ -53,6 +53,7 @@ func (h *InboxHandler) Provision(ctx caddy.Context) error {
 		Forms:    h.Forms,
 		Title:    h.Title,
 		Wake:     app.worker.Broadcast,
+		Parker:   app.worker,
 		Health: func(ctx context.Context) inbox.Health {
 			hl := app.health(ctx)
 			out := inbox.Health{Problems: hl.Problems}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/internal/telemetry"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 // registerMetrics adds the outbox's metrics (internal/telemetry) and this App's live
@@ -14,5 +15,5 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	return telemetry.Register(reg, a.metrics)
+	return telemetry.Register(reg, a.metrics, telemetry.ParkedGauges(func() outbox.DestinationStore { return a.store }))
 }

@@ -26,6 +26,8 @@ import (
 const adminCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: a 410 is checked as dead (retry by hand) here; e2e/park_test.go checks parking.
+		park off
 		storage {{STORAGE}}
 		worker {
 			poll_interval 1s

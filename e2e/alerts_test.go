@@ -22,6 +22,8 @@ import (
 const alertsCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: these tests alert on dead deliveries and dead notices; e2e/park_test.go checks parking.
+		park off
 		{{STORAGE}}
 		retry {
 			base 100ms

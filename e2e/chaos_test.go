@@ -38,6 +38,8 @@ const EnvChaosRate = "FORM_OUTBOX_CHAOS_RATE"
 const chaosCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: chaos and the drills check delivery under faults by the retry schedule; e2e/park_test.go checks parking.
+		park off
 		storage postgres "{{DSN}}"
 		worker {
 			concurrency 16

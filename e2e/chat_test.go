@@ -21,6 +21,8 @@ import (
 const chatCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: a permanent refusal is checked as dead here; e2e/park_test.go checks parking.
+		park off
 		storage sqlite {{DIR}}/forms.db
 		retry {
 			base 200ms

@@ -25,6 +25,8 @@ import (
 const rateDrillCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: this drill checks pacing and retries under throttling; e2e/park_test.go checks parking.
+		park off
 		storage postgres "{{DSN}}" {
 			schema {{SCHEMA}}
 		}

@@ -104,6 +104,8 @@ func (r *flakyReceiver) totals() (distinct, processed, answered int) {
 const slowProvidersCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: this drill checks slow sends by the retry schedule; e2e/park_test.go checks parking.
+		park off
 		storage postgres "{{DSN}}" {
 			schema {{SCHEMA}}
 		}

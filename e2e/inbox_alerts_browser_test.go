@@ -21,6 +21,8 @@ import (
 const inboxAlertsCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: the banner here is about a dead delivery; e2e/park_test.go checks parking.
+		park off
 		storage sqlite {{DIR}}/forms.db
 		inbox_url http://127.0.0.1:{{HTTP}}/inbox
 		retry {

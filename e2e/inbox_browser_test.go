@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/browsertest"
@@ -25,6 +23,8 @@ import (
 const inboxCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: dead webhooks are what the inbox shows here; e2e/park_test.go checks parking.
+		park off
 		storage {{STORAGE}}
 		inbox_url http://127.0.0.1:{{HTTP}}/inbox
 		worker {
@@ -114,35 +114,8 @@ func testInbox(t *testing.T, storage, hash string, screenshots bool) {
 		t.Errorf("no notification email links to %s", p.URL("/inbox/submissions/"+xss))
 	}
 
-	ctx := browsertest.New(t, browsertest.Options{Timeout: 2 * time.Minute})
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+inboxPassword))
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
-		t.Fatalf("set credentials: %v", err)
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return s
-	}
-	click := func(sel string) {
-		t.Helper()
-		// RunResponse waits for the page the click loads (after the 303 of an action).
-		if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
-	}
-	open := func(path string) {
-		t.Helper()
-		if err := chromedp.Do(ctx, chromedp.Navigate(p.URL(path)), chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
-			t.Fatalf("open %s: %v", path, err)
-		}
-	}
+	b := newOperatorBrowser(t, p)
+	ctx, auth, text, click, open := b.ctx, b.auth, b.text, b.click, b.open
 	// waitStatus reloads the submission page until its first delivery shows want.
 	waitStatus := func(id, want string) {
 		t.Helper()

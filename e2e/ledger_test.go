@@ -15,6 +15,8 @@ import (
 const ledgerCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: the ledger is checked with webhooks that die (410); e2e/park_test.go checks parking.
+		park off
 		{{STORAGE}}
 		worker {
 			poll_interval 200ms

@@ -124,6 +124,8 @@ func (r *receiver) counts() (distinct, total int, dups []string) {
 const pgWorkerCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: these tests check workers and retries; e2e/park_test.go checks parking.
+		park off
 		storage postgres "{{DSN}}" {
 			schema {{SCHEMA}}
 		}

@@ -17,6 +17,8 @@ import (
 const spoolCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
+		# Parking off: these tests check the spool and retries; e2e/park_test.go checks parking.
+		park off
 		storage postgres "{{DSN}}"
 		worker {
 			poll_interval 500ms

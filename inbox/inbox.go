@@ -42,6 +42,9 @@ type Config struct {
 	// Wake, when set, is called after an action made deliveries due, so the worker sends
 	// them now rather than at its next tick.
 	Wake func(ctx context.Context)
+	// Parker parks and unparks destinations (the running worker, so its copy of the
+	// parked set changes at once); nil: the store alone (outbox.StoreParker).
+	Parker outbox.Parker
 	// Health, when set, feeds the overview's health verdict and spool depth.
 	Health func(ctx context.Context) Health
 	// Ledger, when set, reads the lead ledger of the last days UTC days for forms (the
@@ -152,6 +155,8 @@ func (h *Handler) serveGet(rq *request, rest string) {
 		h.list(rq)
 	case rest == "suppressions":
 		h.suppressions(rq)
+	case rest == "destinations":
+		h.destinations(rq) // destinations.go
 	case len(parts) == 2 && parts[0] == "submissions":
 		h.detail(rq, parts[1])
 	case len(parts) == 3 && parts[0] == "submissions" && parts[2] == "erase":
@@ -172,6 +177,8 @@ func (h *Handler) servePost(rq *request, rest string) {
 		h.export(rq)
 	case rest == "suppressions/remove":
 		h.removeSuppression(rq)
+	case rest == "destinations/park" || rest == "destinations/unpark":
+		h.destinationAction(rq, strings.TrimPrefix(rest, "destinations/"))
 	case len(parts) == 3 && parts[0] == "deliveries" && parts[2] == "retry":
 		h.retry(rq, parts[1])
 	case len(parts) == 3 && parts[0] == "submissions":

@@ -50,7 +50,7 @@ var pages = func() map[string]*template.Template {
 		},
 	}
 	out := map[string]*template.Template{}
-	for _, p := range []string{"overview", "list", "detail", "erase", "suppressions", "error"} {
+	for _, p := range []string{"overview", "list", "detail", "erase", "suppressions", "destinations", "error"} {
 		out[p] = template.Must(template.New("layout.html").Funcs(funcs).
 			ParseFS(templateFiles, "templates/layout.html", "templates/"+p+".html"))
 	}
@@ -139,6 +139,8 @@ var flashes = map[string]string{
 	"spam":     "The submission is marked as spam; its unsent deliveries are skipped.",
 	"erased":   "The submission and its deliveries are erased.",
 	"unlisted": "The address is removed from the suppression list.",
+	"parked":   "The destination is parked: its deliveries wait until you unpark it.",
+	"unparked": "The destination is unparked: its held deliveries are being sent in order.",
 }
 
 func flashText(r *http.Request) string {

@@ -45,6 +45,9 @@ const (
 	DeliverySent    DeliveryStatus = "sent"
 	DeliveryDead    DeliveryStatus = "dead"    // gave up; retryable by hand
 	DeliverySkipped DeliveryStatus = "skipped" // spam/quarantine; release makes it pending
+	// DeliveryParked is a delivery held because its destination is parked (destination.go):
+	// not due, no attempt spent; unparking the destination makes it pending again.
+	DeliveryParked DeliveryStatus = "parked"
 )
 
 // Channel is how a delivery travels.
@@ -104,6 +107,11 @@ const (
 	// (intake sent the built-in message instead); its data names the route, the option,
 	// the file and the template engine's error, never a submitted value.
 	EventTemplateFailed = "template.failed"
+	// EventDestinationParked and EventDestinationUnparked record a park and an unpark
+	// (parkstore.go): the destination's key, channel and reason, who did it ("worker",
+	// "probe" or the operator), and how many deliveries an unpark resumed.
+	EventDestinationParked   = "destination.parked"
+	EventDestinationUnparked = "destination.unparked"
 	// EventTemplateEmpty records that a delivery's message printed a field its
 	// submission did not carry (a subject's {field.NAME}, a template's {{field "NAME"}}),
 	// so that part went out empty; its data names the form, the route, the option, the

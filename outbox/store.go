@@ -75,6 +75,7 @@ type Store interface {
 	Inbox
 	FileStore
 	DigestStore
+	DestinationStore
 	AlertStore
 	LedgerStore
 

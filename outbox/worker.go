@@ -92,6 +92,15 @@ type WorkerConfig struct {
 	// the rate's interval (a loaded machine), where a claim per send would set the pace.
 	// At most a quarter of Concurrency sends wait so. Default 1s; negative: never held.
 	PacedHold time.Duration
+	// Parking says when destinations that keep failing are parked and how they are
+	// probed (parkpolicy.go, parking.go).
+	Parking ParkPolicy
+	// OnPark is called when this worker parked a destination (reason: why, never
+	// visitor data); OnUnpark when it unparked one, with the deliveries resumed; OnHold
+	// when it held a delivery of a parked destination (metrics).
+	OnPark   func(dest Destination, reason string)
+	OnUnpark func(key string, resumed int)
+	OnHold   func(d Delivery, dest Destination)
 	// OnPass is called at the end of each claim pass with the number of deliveries it
 	// claimed (their sends may still be running): a test signal.
 	OnPass func(claimed int)
@@ -120,6 +129,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	c.Retry = c.Retry.withDefaults()
+	c.Parking = c.Parking.withDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -187,6 +197,10 @@ type Worker struct {
 	paced   timeHeap
 	// held counts the refused deliveries waiting out a short wait in memory (pacing.go).
 	held atomic.Int64
+	// parked is the copy of the parked destinations, health the failure counts that
+	// park them (parking.go, parkpolicy.go).
+	parked parkedSet
+	health healthBook
 }
 
 const (
@@ -208,6 +222,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		stopDone: make(chan struct{}),
 	}
 	w.clock = &dbClock{now: cfg.Now, log: w.log}
+	w.health.policy = cfg.Parking
 	if dc, ok := cfg.Store.(DatabaseClock); ok && !cfg.ProcessClock {
 		w.clock.store = dc
 	}
@@ -338,6 +353,11 @@ func (w *Worker) pass(ctx context.Context) {
 		}
 	}()
 	w.clock.sync(ctx)
+	if !w.parked.isLoaded() {
+		// Once, at the first pass (and until a read succeeds): parks survive restarts.
+		w.loadParked(ctx)
+	}
+	w.startProbes(ctx)
 	for ctx.Err() == nil {
 		free, ok := w.awaitSlots(ctx)
 		if !ok {
@@ -362,9 +382,15 @@ func (w *Worker) pass(ctx context.Context) {
 			return
 		}
 		w.releaseSlots(n - len(ds))
+		if len(ds) > 0 {
+			w.refreshParkedIfStale(ctx)
+		}
 		// Rows claimed just as Stop began are dispatched all the same: Stop's grace and
 		// release cover them, and dropping them would leave their leases to expire.
 		for _, d := range ds {
+			if w.holdIfParked(d) {
+				continue
+			}
 			if w.cfg.Pacer != nil {
 				now := w.cfg.Now()
 				if ok, at := w.cfg.Pacer.Reserve(d, now); !ok {

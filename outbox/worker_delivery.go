@@ -117,6 +117,9 @@ func (w *Worker) release(d Delivery) {
 // complete records the attempt and the delivery's next state in one fenced write.
 func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, started, finished time.Time) {
 	c := w.completion(d, res, sendErr, started, finished)
+	if sendErr != nil && w.parkOnFailure(d, c, sendErr) {
+		return
+	}
 	ctx, cancel := w.storeCtx()
 	err := w.recordCompletion(ctx, c)
 	cancel()
@@ -150,6 +153,9 @@ func (w *Worker) complete(d Delivery, res providers.Result, sendErr error, start
 	}
 	if w.cfg.OnAttempt != nil {
 		w.cfg.OnAttempt(d, c.Attempt)
+	}
+	if c.Status == DeliverySent {
+		w.afterSuccess(d)
 	}
 	switch c.Status {
 	case DeliverySent:

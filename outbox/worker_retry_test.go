@@ -216,7 +216,10 @@ func TestMaxAttemptsDefaultsByChannel(t *testing.T) {
 			p := fake.New("fake")
 			p.Fail(func(providers.Message) error { return errors.New("down") })
 			w := startWorker(t, outbox.WorkerConfig{Store: s, Sender: router(p), PollInterval: time.Hour,
-				Now: clock.Now, After: clock.After, ProcessClock: true, Retry: outbox.RetryPolicy{Base: time.Second, MaxDelay: time.Second, Jitter: -1}})
+				Now: clock.Now, After: clock.After, ProcessClock: true, Retry: outbox.RetryPolicy{Base: time.Second, MaxDelay: time.Second, Jitter: -1},
+				// The budget is what is under test: with parking on, the destination
+				// would park after five failures in a row and hold the delivery.
+				Parking: outbox.ParkPolicy{Off: true}})
 			for n := 1; n < tc.budget; n++ {
 				waitFor(t, 10*time.Second, tc.route+" failed attempt", statusIs(t, s, d.ID, outbox.DeliveryFailed, n))
 				clock.Advance(time.Second)

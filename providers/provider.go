@@ -85,7 +85,13 @@ type Error struct {
 	RetryAfter time.Duration // provider asked to wait at least this long; 0 = no opinion
 	HTTPStatus int
 	Code       string // provider error code, e.g. "Throttling"
-	Err        error
+	// Destination says the failure is the destination's, not the message's: every message
+	// to it would fail the same way until an operator acts (a webhook that answers 404 or
+	// 410, a chat that removed the bot, a revoked API key). With Class Permanent the
+	// outbox parks the destination at once instead of burning every lead to dead
+	// (docs/operations.md, "Parked destinations"); a recipient's bounce is never one.
+	Destination bool
+	Err         error
 }
 
 func (e *Error) Error() string {
@@ -103,6 +109,17 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// DestinationStatus reports whether an HTTP refusal of a webhook or chat service is the
+// destination's rather than the message's (Error.Destination): unauthorised or forbidden
+// (a revoked token, a removed bot), not found or gone (a deleted endpoint or channel).
+func DestinationStatus(status int) bool {
+	switch status {
+	case 401, 403, 404, 410:
+		return true
+	}
+	return false
+}
 
 // Classify returns the classified form of err: err itself when it is (or wraps) an
 // *Error, otherwise a Temporary error without failover.

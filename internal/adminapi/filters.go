@@ -51,9 +51,9 @@ func deliveryFilter(q url.Values) (outbox.DeliveryFilter, error) {
 	f := outbox.DeliveryFilter{Status: outbox.DeliveryStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	switch f.Status {
 	case "", outbox.DeliveryPending, outbox.DeliverySending, outbox.DeliveryFailed,
-		outbox.DeliverySent, outbox.DeliveryDead, outbox.DeliverySkipped:
+		outbox.DeliverySent, outbox.DeliveryDead, outbox.DeliverySkipped, outbox.DeliveryParked:
 	default:
-		return f, apiError(http.StatusBadRequest, fmt.Errorf("status %q: want pending, sending, failed, sent, dead or skipped", f.Status))
+		return f, apiError(http.StatusBadRequest, fmt.Errorf("status %q: want pending, sending, failed, sent, dead, skipped or parked", f.Status))
 	}
 	var err error
 	if f.Limit, err = parseLimit(q.Get("limit")); err != nil {

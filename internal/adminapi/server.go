@@ -30,6 +30,9 @@ type Backend interface {
 	Health(ctx context.Context) Health
 	// ReplaySpool runs one spool replay pass now; ErrSpoolOff when the spool is off.
 	ReplaySpool(ctx context.Context) (spool.Report, error)
+	// Parker parks and unparks destinations by hand: the App's worker, which updates
+	// its copy of the parked set at once (outbox/parking.go).
+	Parker() outbox.Parker
 	// Ledger is the lead ledger of the last days UTC days (ledger.go), limited to forms
 	// when not empty, with this instance's counts flushed first.
 	Ledger(ctx context.Context, forms []string, days int) (outbox.Ledger, error)
@@ -94,6 +97,9 @@ func NewServer(running func() Backend) *Server {
 	s.handle("POST suppressions", serveAddSuppression)
 	s.handle("DELETE suppressions", serveRemoveSuppression)
 	s.handle("POST spool/replay", serveSpoolReplay)
+	s.handle("GET destinations", serveListDestinations)
+	s.handle("POST destinations/park", serveParkDestination)
+	s.handle("POST destinations/unpark", serveUnparkDestination)
 	s.handle("GET alerts", serveListAlerts)
 	s.handle("GET ledger", serveLedger)
 	return s

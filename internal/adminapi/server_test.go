@@ -30,6 +30,7 @@ func (b *testBackend) Store() outbox.Store           { return b.store }
 func (b *testBackend) Logger() *zap.Logger           { return zap.NewNop() }
 func (b *testBackend) Wake(context.Context)          { b.wakes.Add(1) }
 func (b *testBackend) Health(context.Context) Health { return Health{Status: "ok"} }
+func (b *testBackend) Parker() outbox.Parker         { return outbox.StoreParker{Store: b.store} }
 func (b *testBackend) Ledger(ctx context.Context, forms []string, days int) (outbox.Ledger, error) {
 	return BuildLedger(ctx, b.store, forms, days)
 }

@@ -37,6 +37,7 @@ import (
 //			email_attempts N
 //			webhook_attempts N
 //		}
+//		park off | { ... }                     # see parsePark (caddyfile_park.go)
 //		email {                                # see parseEmail (caddyfile_email.go)
 //			from ADDRESS
 //			ses { ... }
@@ -63,6 +64,8 @@ func ParseApp(d *caddyfile.Dispenser, a *App) error {
 			a.Worker, err = parseWorker(d)
 		case "retry":
 			a.Retry, err = parseRetry(d)
+		case "park":
+			a.Park, err = parsePark(d)
 		case "email":
 			a.Email, err = parseEmail(d)
 		case "spool":

@@ -39,6 +39,8 @@ type App struct {
 	Worker *WorkerConfig `json:"worker,omitempty"`
 	// Retry sets backoff and attempt budgets.
 	Retry *RetryConfig `json:"retry,omitempty"`
+	// Park says when failing destinations are parked (caddyfile_park.go).
+	Park *ParkConfig `json:"park,omitempty"`
 	// Email configures the sender address and the email provider.
 	Email *EmailConfig `json:"email,omitempty"`
 	// Spool is the local fallback when the store fails (outbox/spool). Default: on, under
@@ -98,6 +100,11 @@ func (a *App) CheckNumbers() error {
 	if w := a.Worker; w != nil {
 		if w.Concurrency < 0 || w.Batch < 0 || w.PollInterval < 0 || w.Lease < 0 || w.ShutdownGrace < 0 {
 			return fmt.Errorf("worker: concurrency, batch, poll_interval, lease and shutdown_grace must not be negative")
+		}
+	}
+	if p := a.Park; p != nil {
+		if p.After < 0 || p.Ratio < 0 || p.Ratio > 1 || p.Window < 0 || p.MinSamples < 0 || p.ProbeFirst < 0 || p.ProbeMax < 0 || p.Refresh < 0 {
+			return fmt.Errorf("park: after, window, min_samples, probe_first, probe_max and refresh must not be negative, ratio must be within 0 and 1")
 		}
 	}
 	if al := a.Alerts; al != nil {

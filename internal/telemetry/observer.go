@@ -91,3 +91,17 @@ func (o Observer) Feedback(f outbox.Feedback, res outbox.FeedbackResult) {
 		"suppressed":    res.Suppressed,
 	})
 }
+
+// Parked counts a destination this instance parked (docs/operations.md, "Parked
+// destinations"). The worker has logged it with its key, label and reason.
+func (o Observer) Parked(dest outbox.Destination, _ string) {
+	parksTotal.WithLabelValues(string(dest.Channel)).Inc()
+}
+
+// Unparked counts a destination this instance unparked.
+func (o Observer) Unparked(string, int) { unparksTotal.Inc() }
+
+// Held counts a delivery held because its destination is parked.
+func (o Observer) Held(_ outbox.Delivery, dest outbox.Destination) {
+	heldTotal.WithLabelValues(string(dest.Channel)).Inc()
+}

@@ -45,10 +45,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := rows.Close(); err != nil {
 			return err
 		}
+		bumped := false
 		for _, m := range ms {
 			if applied[m.Version] {
 				continue
 			}
+			bumped = true
 			if err := tx.execScript(m.SQL); err != nil {
 				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
@@ -56,10 +58,28 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("record %s: %w", m.Name, err)
 			}
 		}
+		if bumped {
+			return bumpSchemaVersion(ctx, tx)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// bumpSchemaVersion raises the schema cookie after migrations ran. A migration that
+// edits sqlite_schema directly (0008 widens a CHECK) does not change it, and a
+// connection of another process that parsed the schema before would keep the old
+// constraint; a new cookie makes every connection read the schema again.
+func bumpSchemaVersion(ctx context.Context, tx *txStmts) error {
+	var v int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema_version: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA schema_version = %d", v+1)); err != nil {
+		return fmt.Errorf("bump schema_version: %w", err)
 	}
 	return nil
 }

@@ -39,12 +39,20 @@ func (c *Chain) Name() string { return c.name }
 // been delivered already, the second is about the message, not the provider. The error
 // returned is the last provider's, classified as it was, with the earlier failures
 // prepended to its text so the attempt history shows the whole path.
+//
+// A Permanent error with Destination set (a revoked key, a suspended account) is the
+// provider's failure, not the message's, so it fails over like a Temporary one. The
+// chain's error is the destination's (Destination set) only when every provider tried
+// failed as a destination: the whole account chain refused for a reason that is not the
+// recipient's, which is what parks e-mail (docs/operations.md, "Parked destinations").
+// A recipient's bounce from any of them is the message's.
 func (c *Chain) Send(ctx context.Context, m providers.Message) (providers.Result, error) {
 	if len(c.list) == 0 {
 		return providers.Result{}, &providers.Error{Class: providers.Permanent, Code: "no_provider",
 			Err: errors.New("no email provider configured")}
 	}
 	var earlier []string
+	allDestination := true
 	for i, p := range c.list {
 		res, err := p.Send(ctx, m)
 		if res.Provider == "" {
@@ -55,11 +63,14 @@ func (c *Chain) Send(ctx context.Context, m providers.Message) (providers.Result
 		}
 		perr := providers.Classify(err)
 		last := i == len(c.list)-1
-		if last || !perr.Failover || perr.Class != providers.Temporary || ctx.Err() != nil {
+		allDestination = allDestination && perr.Destination
+		canFailover := perr.Class == providers.Temporary || (perr.Class == providers.Permanent && perr.Destination)
+		if last || !perr.Failover || !canFailover || ctx.Err() != nil {
 			if len(earlier) == 0 {
 				return res, err
 			}
 			out := *perr
+			out.Destination = allDestination
 			out.Err = fmt.Errorf("%s; then %s: %w", strings.Join(earlier, "; "), res.Provider, err)
 			return res, &out
 		}

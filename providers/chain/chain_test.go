@@ -129,6 +129,17 @@ func TestFailoverTable(t *testing.T) {
 			ses:    func(s *sesfake.Server) { s.Enqueue(sesfake.Throttling()) },
 			resend: func(s *resendfake.Server) { s.Enqueue(resendfake.ValidationError()) },
 			status: outbox.DeliveryDead, outcome: outbox.OutcomePermanent, provider: "resend", sesReqs: 1, resendReqs: 1, wantErrCode: "validation_error"},
+		{name: "SES and Resend refuse the credentials: the e-mail account parks, the lead is held",
+			ses: func(s *sesfake.Server) {
+				s.Enqueue(sesfake.Reply{Status: 403, Type: "UnrecognizedClientException", Message: "The security token included in the request is invalid."})
+			},
+			resend: func(s *resendfake.Server) { s.Enqueue(resendfake.InvalidAPIKey()) },
+			status: outbox.DeliveryParked, outcome: outbox.OutcomePermanent, provider: "resend", sesReqs: 1, resendReqs: 1, wantErrCode: "invalid_api_key"},
+		{name: "SES refuses the credentials, Resend sends",
+			ses: func(s *sesfake.Server) {
+				s.Enqueue(sesfake.Reply{Status: 403, Type: "UnrecognizedClientException", Message: "The security token included in the request is invalid."})
+			},
+			status: outbox.DeliverySent, outcome: outbox.OutcomeSent, provider: "resend", sesReqs: 1, resendReqs: 1},
 		{name: "SES throttled, Resend never answers: ambiguous",
 			ses:    func(s *sesfake.Server) { s.Enqueue(sesfake.Throttling()) },
 			resend: func(s *resendfake.Server) { s.Enqueue(resendfake.Reply{Hang: true}) },

@@ -117,7 +117,8 @@ func Refusal(a Answer, service, code, detail string, retryAfter time.Duration) *
 		detail = http.StatusText(a.Status)
 	}
 	perr := &providers.Error{Class: providers.Permanent, HTTPStatus: a.Status, Code: code,
-		Err: fmt.Errorf("%s answered %d: %s", service, a.Status, detail)}
+		Destination: providers.DestinationStatus(a.Status),
+		Err:         fmt.Errorf("%s answered %d: %s", service, a.Status, detail)}
 	switch {
 	case a.Status == http.StatusTooManyRequests:
 		perr.Class, perr.RetryAfter = providers.Temporary, retryAfter

@@ -138,7 +138,9 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 // classify maps an HTTP error answer (docs/design.md, 'Resend'): 429 and 5xx are
 // Temporary with the same key next time (Retry-After honoured); 409
 // concurrent_idempotent_requests is Temporary (the first request with this key is still
-// running); 400, 401, 403, 422 and the other 4xx are Permanent.
+// running); 400, 401, 403, 422 and the other 4xx are Permanent. 401 and 403 (a revoked
+// or restricted API key, an unverified domain) are the account's failure, not the
+// message's: Destination, and another provider may take the message (Failover).
 func classify(a answer, err error) *providers.Error {
 	perr := &providers.Error{HTTPStatus: a.status, Code: a.name, RetryAfter: a.retryAfter,
 		Err: fmt.Errorf("resend send: %w", err)}
@@ -147,6 +149,8 @@ func classify(a answer, err error) *providers.Error {
 		perr.Class, perr.Failover = providers.Temporary, true
 	case a.status == http.StatusConflict && a.name == "concurrent_idempotent_requests":
 		perr.Class = providers.Temporary
+	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
+		perr.Class, perr.Destination, perr.Failover = providers.Permanent, true, true
 	default:
 		perr.Class = providers.Permanent
 	}

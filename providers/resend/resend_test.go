@@ -94,6 +94,11 @@ func TestErrorTable(t *testing.T) {
 				t.Fatalf("got class %v retry-after %v status %d code %q, want %v %v %d %q (%v)",
 					pe.Class, pe.RetryAfter, pe.HTTPStatus, pe.Code, tc.class, tc.retry, tc.reply.Status, tc.reply.Name, err)
 			}
+			// A refused key is the account's failure: it parks the e-mail destination, and
+			// another provider may take the message meanwhile.
+			if key := tc.reply.Status == 401 || tc.reply.Status == 403; pe.Destination != key || (key && !pe.Failover) {
+				t.Errorf("destination %v failover %v, want destination %v with failover", pe.Destination, pe.Failover, key)
+			}
 			if fake.Count() != 1 {
 				t.Fatalf("fake saw %d requests, want 1", fake.Count())
 			}

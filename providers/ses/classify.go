@@ -50,6 +50,11 @@ func Classify(ctx context.Context, wrote bool, err error) *providers.Error {
 		perr.Class, perr.Failover = providers.Temporary, true
 	case code == "MessageRejected" || code == "BadRequestException":
 		perr.Class = providers.Permanent
+	case status == 401 || status == 403:
+		// A revoked key, a wrong signature, a suspended account: every message fails
+		// the same way until an operator acts, so the destination (this account) is
+		// parked, and another provider may take the message meanwhile.
+		perr.Class, perr.Destination, perr.Failover = providers.Permanent, true, true
 	default:
 		// Throttling, TooManyRequests, LimitExceeded, SendingPaused, AccountSuspended,
 		// MailFromDomainNotVerified, NotFound, InternalServiceError, any 5xx and any

@@ -96,7 +96,7 @@ func TestErrorTable(t *testing.T) {
 		{"configuration set missing", sesfake.ConfigSetNotFound(), providers.Temporary, true, 0},
 		{"internal error", sesfake.InternalError(), providers.Temporary, true, 0},
 		{"unavailable", sesfake.Unavailable(), providers.Temporary, true, 0},
-		{"bad credentials", sesfake.Reply{Status: 403, Type: "UnrecognizedClientException", Message: "The security token included in the request is invalid."}, providers.Temporary, true, 0},
+		{"bad credentials", sesfake.Reply{Status: 403, Type: "UnrecognizedClientException", Message: "The security token included in the request is invalid."}, providers.Permanent, true, 0},
 		{"message rejected", sesfake.Rejected(), providers.Permanent, false, 0},
 		{"bad request", sesfake.BadRequest(), providers.Permanent, false, 0},
 	}
@@ -112,6 +112,11 @@ func TestErrorTable(t *testing.T) {
 			}
 			if pe.Class != tc.class || pe.Failover != tc.failover || pe.RetryAfter != tc.retry {
 				t.Fatalf("class %v failover %v retry-after %v, want %v %v %v (%v)", pe.Class, pe.Failover, pe.RetryAfter, tc.class, tc.failover, tc.retry, err)
+			}
+			// Only a refused credential is the account's failure (it parks the e-mail
+			// destination); a throttle or a rejected message is not.
+			if want := tc.reply.Status == 403; pe.Destination != want {
+				t.Errorf("destination %v, want %v", pe.Destination, want)
 			}
 			if pe.Code != tc.reply.Type || pe.HTTPStatus != tc.reply.Status {
 				t.Errorf("code %q status %d, want %q %d", pe.Code, pe.HTTPStatus, tc.reply.Type, tc.reply.Status)

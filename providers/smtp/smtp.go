@@ -18,7 +18,8 @@
 //	stage                                     answer / failure         class      failover
 //	connect, greeting, EHLO, STARTTLS, TLS    refused, DNS, handshake  Temporary  yes
 //	  (no STARTTLS offered in starttls mode)  any 4xx or 5xx reply
-//	AUTH                                      4xx or 5xx (535 ...)     Temporary  yes
+//	AUTH                                      4xx                      Temporary  yes
+//	AUTH                                      5xx (535 ...)            Permanent  yes (a destination failure: parks)
 //	MAIL FROM                                 4xx or 5xx               Temporary  yes
 //	RCPT TO                                   4xx                      Temporary  yes
 //	RCPT TO                                   5xx (550 no such user)   Permanent  no
@@ -32,9 +33,10 @@
 //	caller's context cancelled (shutdown)     -                        Temporary  no
 //
 // A 5xx on AUTH or MAIL FROM is about this relay's setup (wrong password, a From the
-// account may not use), the same for every message: Permanent would kill every delivery
-// until someone retried them by hand, so it is Temporary and another provider may take
-// the message. A 5xx on RCPT is about the recipient and another provider would get the
+// account may not use), the same for every message, and another provider may take the
+// message. MAIL FROM stays Temporary. A 5xx on AUTH is Permanent with Destination set:
+// the outbox parks the relay account (docs/operations.md, "Parked destinations") rather
+// than killing every delivery, and releases them all when a probe gets through. A 5xx on RCPT is about the recipient and another provider would get the
 // same answer, except 530 (authentication required) and relay refusals, which again
 // mean this relay's setup. Error codes read "<stage>_<reply code>" (e.g. "rcpt_550"),
 // or "network", "timeout", "tls", "no_starttls", "no_auth".
@@ -319,6 +321,10 @@ func (p *Provider) classify(ctx context.Context, st stage, err error, dotSent bo
 		perr.Class, perr.Failover = providers.Temporary, true
 	case st == stRCPT || st == stDATA || st == stDataEnd:
 		perr.Class = providers.Permanent
+	case st == stAUTH:
+		// Wrong credentials: the relay account's failure for every message, so the
+		// destination is parked rather than each lead retried to dead.
+		perr.Class, perr.Destination, perr.Failover = providers.Permanent, true, true
 	default: // connect, EHLO, STARTTLS, AUTH, MAIL: this relay or its setup
 		perr.Class, perr.Failover = providers.Temporary, true
 	}

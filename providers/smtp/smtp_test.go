@@ -220,7 +220,7 @@ func TestClassification(t *testing.T) {
 		{"421 greeting", smtpfake.Connect, smtpfake.Reply{Code: 421, Text: "4.3.2 try later"}, providers.Temporary, true, "connect_421"},
 		{"554 greeting", smtpfake.Connect, smtpfake.Reply{Code: 554, Text: "5.3.2 no service"}, providers.Temporary, true, "connect_554"},
 		{"EHLO refused", smtpfake.EHLO, smtpfake.Reply{Code: 550, Text: "5.7.1 go away"}, providers.Temporary, true, "ehlo_550"},
-		{"535 AUTH", smtpfake.AUTH, smtpfake.Reply{Code: 535, Text: "5.7.8 authentication credentials invalid"}, providers.Temporary, true, "auth_535"},
+		{"535 AUTH", smtpfake.AUTH, smtpfake.Reply{Code: 535, Text: "5.7.8 authentication credentials invalid"}, providers.Permanent, true, "auth_535"},
 		{"454 AUTH", smtpfake.AUTH, smtpfake.Reply{Code: 454, Text: "4.7.0 temporary authentication failure"}, providers.Temporary, true, "auth_454"},
 		{"451 MAIL", smtpfake.MAIL, smtpfake.Reply{Code: 451, Text: "4.3.0 try later"}, providers.Temporary, true, "mail_451"},
 		{"553 MAIL (sender not allowed)", smtpfake.MAIL, smtpfake.Reply{Code: 553, Text: "5.7.1 sender not owned by user"}, providers.Temporary, true, "mail_553"},
@@ -297,13 +297,16 @@ func TestWrongPasswordFailsOverAndIsNeverEchoed(t *testing.T) {
 	srv := newFake(t, smtpfake.Config{Username: user, Password: "another-password"})
 	p := newProvider(t, srv, nil)
 	_, err := p.Send(context.Background(), message("d-bad-password"))
-	classOf(t, err, providers.Temporary, true, "auth_535")
+	classOf(t, err, providers.Permanent, true, "auth_535")
+	if !providers.Classify(err).Destination {
+		t.Error("a refused password is not marked as the relay account's failure (Destination)")
+	}
 
 	// A server that quotes what it was sent still cannot put the password in the error.
 	srv2 := newFake(t, smtpfake.Config{})
 	srv2.At(smtpfake.AUTH, smtpfake.Reply{Code: 535, Text: "5.7.8 no user " + user + " with password " + password})
 	_, err = newProvider(t, srv2, nil).Send(context.Background(), message("d-echo"))
-	classOf(t, err, providers.Temporary, true, "auth_535")
+	classOf(t, err, providers.Permanent, true, "auth_535")
 	if !strings.Contains(err.Error(), "[redacted]") {
 		t.Errorf("error %q: want the echoed password redacted", err)
 	}

@@ -111,6 +111,13 @@ var codes = map[string]string{
 	"Unauthorized": "unauthorized",
 }
 
+// destinationCodes are the refusals that no message to the chat can get past: the
+// destination's, so the outbox parks the chat (providers.Error.Destination).
+var destinationCodes = map[string]bool{
+	"chat_not_found": true, "bot_blocked": true, "bot_kicked": true, "bot_not_member": true,
+	"unauthorized": true, "chat_migrated": true,
+}
+
 // classify maps an answer: 2xx with ok is sent (the message id recorded); a refusal
 // is classified by chat.Refusal, with parameters.retry_after as the wait on 429. A group
 // that became a supergroup is Permanent too, with the new id in the error, because the
@@ -137,6 +144,11 @@ func classify(a chat.Answer) (string, *providers.Error) {
 	if to := ans.Parameters.MigrateToChatID; to != 0 && perr.Class == providers.Permanent {
 		perr.Code = "chat_migrated"
 		perr.Err = fmt.Errorf("telegram answered %d: the group is now the supergroup %d; configure that chat id and retry", a.Status, to)
+	}
+	if perr.Class == providers.Permanent && destinationCodes[perr.Code] {
+		// Telegram answers 400 for a chat that is not there: the chat's failure all the
+		// same, not this message's.
+		perr.Destination = true
 	}
 	return "", perr
 }

@@ -194,6 +194,11 @@ func TestErrorClasses(t *testing.T) {
 				t.Fatalf("got %v code %q retry-after %v status %d failover %v; want %v %q %v %d no failover (%v)",
 					pe.Class, pe.Code, pe.RetryAfter, pe.HTTPStatus, pe.Failover, tc.class, tc.code, tc.retry, tc.reply.Status, err)
 			}
+			// A chat that is gone or has removed the bot parks the chat; a throttle or an
+			// outage does not.
+			if want := tc.class == providers.Permanent; pe.Destination != want {
+				t.Errorf("destination %v, want %v", pe.Destination, want)
+			}
 			if !strings.Contains(err.Error(), tc.reply.Description) && tc.code != "chat_migrated" {
 				t.Fatalf("error %q does not say what Telegram said", err)
 			}

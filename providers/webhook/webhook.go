@@ -165,24 +165,27 @@ func (p *Provider) Send(ctx context.Context, m providers.Message) (providers.Res
 
 // classifyStatus maps the receiver's answer: 2xx sent; 408 and 429 and 5xx temporary
 // (honouring Retry-After); 410 Gone and other 4xx permanent; 3xx permanent because
-// redirects are not followed.
+// redirects are not followed. A redirect, 401, 403, 404 and 410 are the destination's
+// failures (providers.Error.Destination): the URL or its credentials are wrong for every
+// message, so the outbox parks the URL instead of killing each lead; another 4xx (400,
+// 422) is about this message only.
 func classifyStatus(resp *http.Response) error {
 	s := resp.StatusCode
 	switch {
 	case s >= 200 && s < 300:
 		return nil
 	case s >= 300 && s < 400:
-		return &providers.Error{Class: providers.Permanent, Code: "redirect", HTTPStatus: s,
+		return &providers.Error{Class: providers.Permanent, Code: "redirect", HTTPStatus: s, Destination: true,
 			Err: fmt.Errorf("webhook answered with a redirect to %q; redirects are not followed, configure the final URL", resp.Header.Get("Location"))}
 	case s == http.StatusGone:
-		return &providers.Error{Class: providers.Permanent, Code: "gone", HTTPStatus: s,
+		return &providers.Error{Class: providers.Permanent, Code: "gone", HTTPStatus: s, Destination: true,
 			Err: errors.New("webhook receiver says the endpoint is gone")}
 	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500:
 		return &providers.Error{Class: providers.Temporary, HTTPStatus: s,
 			RetryAfter: providers.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
 			Err:        fmt.Errorf("webhook receiver answered %s", resp.Status)}
 	case s >= 400:
-		return &providers.Error{Class: providers.Permanent, HTTPStatus: s,
+		return &providers.Error{Class: providers.Permanent, HTTPStatus: s, Destination: providers.DestinationStatus(s),
 			Err: fmt.Errorf("webhook receiver refused the request: %s", resp.Status)}
 	default:
 		return &providers.Error{Class: providers.Temporary, HTTPStatus: s,

@@ -125,6 +125,12 @@ func TestStatusClasses(t *testing.T) {
 			if pe.Class != tc.class || pe.HTTPStatus != tc.status || pe.RetryAfter != tc.retryAfter {
 				t.Fatalf("got class %v status %d retry-after %v, want %v %d %v", pe.Class, pe.HTTPStatus, pe.RetryAfter, tc.class, tc.status, tc.retryAfter)
 			}
+			// A redirect, 401, 404 and 410 are the endpoint's failure (it parks); 400 is
+			// this message's, and a temporary answer is nobody's yet.
+			wantDest := tc.class == providers.Permanent && tc.status != 400
+			if pe.Destination != wantDest {
+				t.Errorf("destination %v, want %v", pe.Destination, wantDest)
+			}
 			if hits.Load() != 1 {
 				t.Fatalf("receiver hit %d times, want 1 (a redirect must not be followed)", hits.Load())
 			}

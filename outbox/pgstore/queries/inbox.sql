@@ -110,7 +110,7 @@ UPDATE submissions SET status = 'spam', reason = $2 WHERE id = $1
 -- name: ActSkipDeliveries
 -- A leased delivery is the worker's until its fenced write; the rest never goes.
 UPDATE deliveries SET status = 'skipped', updated_at = $2
-	WHERE submission_id = $1 AND status IN ('pending', 'failed', 'dead')
+	WHERE submission_id = $1 AND status IN ('pending', 'failed', 'dead', 'parked')
 
 -- name: ActErase
 -- The submission and its deliveries, whose ids it returns: their attempts have no foreign

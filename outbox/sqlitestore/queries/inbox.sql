@@ -116,7 +116,7 @@ UPDATE submissions SET status = 'spam', reason = ? WHERE id = ?
 -- A leased delivery is the worker's until its fenced write; the rest never goes. ?1
 -- now, ?2 submission id.
 UPDATE deliveries SET status = 'skipped', updated_at = ?1
-	WHERE submission_id = ?2 AND status IN ('pending', 'failed', 'dead')
+	WHERE submission_id = ?2 AND status IN ('pending', 'failed', 'dead', 'parked')
 
 -- name: ActErase
 -- Deliveries and attempts go by cascade.
