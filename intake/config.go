@@ -104,6 +104,8 @@ type Config struct {
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Captcha verifies a Turnstile, hCaptcha or reCAPTCHA token; nil: none.
 	Captcha *Captcha `json:"captcha,omitempty"`
+	// Spam holds the spam thresholds and signals (spam.go); nil: the defaults.
+	Spam *Spam `json:"spam,omitempty"`
 	// ClientIPMode is how the client address is stored: "hash" (default, a keyed
 	// HMAC), "full" (the address itself) or "off" (nothing).
 	ClientIPMode string `json:"client_ip,omitempty"`
