@@ -3,7 +3,7 @@
 (function () {
   "use strict";
   var NS = "form_outbox:", PENDING = NS + "pending", TIMEOUT = 15000, MAX_WAIT = 30000;
-  var timers = {};
+  var timers = {}, tokens = {};
 
   function get(k) {
     try { return JSON.parse(localStorage.getItem(k)); } catch (e) { return null; }
@@ -111,6 +111,22 @@
     if (first) first.focus();
   }
 
+  // fetchToken asks the form's endpoint for a time-trap token (intake/timetrap.go) and
+  // keeps it for the form's next post; data-form-outbox-token says when one is ready. A
+  // form whose time trap is off, or an old server, answers without one: the post then
+  // goes out without it, which is never held against it on its own.
+  function fetchToken(f) {
+    var id = formID(f), u = new URL(f.action, location.href);
+    delete tokens[id];
+    f.removeAttribute("data-form-outbox-token");
+    u.searchParams.set("form_outbox", "token");
+    fetch(u.href, { credentials: "same-origin", headers: { "Accept": "application/json" } }).then(function (r) {
+      return r.ok ? r.json() : null;
+    }).then(function (a) {
+      if (a && a.token && a.field) { tokens[id] = [a.field, a.token]; f.setAttribute("data-form-outbox-token", "ready"); }
+    }, function () {});
+  }
+
   function retryLater(key, p, ms) {
     p.tries = (p.tries || 0) + 1;
     setPending(key, p);
@@ -154,8 +170,10 @@
       show(f, "retrying", s < 300 ? "Received; confirming…" : "The server is busy; your message is kept and will be sent shortly.");
       return retryLater(key, p, backoff(p));
     }
-    // Every other answer is definitive: this key is done, the next post gets a new one.
+    // Every other answer is definitive: this key is done, the next post gets a new one,
+    // and a new token (a token is single use).
     setPending(key, null);
+    if (f) fetchToken(f);
     if (s >= 200 && s < 300 && a.ok) {
       put(NS + "draft:" + p.form, null);
       if (!f) return;
@@ -188,6 +206,8 @@
     for (var k in all) if (all[k].form === id) key = k;
     var fields = [];
     new FormData(f, ev.submitter).forEach(function (v, n) { if (typeof v === "string") fields.push([n, v]); });
+    // The token travels with the kept post, so every retry of it sends the same one.
+    if (tokens[id]) fields.push(tokens[id]);
     setPending(key = key || newKey(), { form: id, url: f.action, fields: fields, tries: 0 });
     send(key);
   }
@@ -195,6 +215,7 @@
   function start() {
     [].forEach.call(document.querySelectorAll("form[data-form-outbox]"), function (f) {
       restoreDraft(f);
+      fetchToken(f);
       f.addEventListener("input", function () { saveDraft(f); });
     });
     for (var k in pending()) send(k);

@@ -136,6 +136,14 @@ type Config struct {
 	EmailAttempts   int `json:"-"`
 	WebhookAttempts int `json:"-"`
 
+	// SpamKey signs the time trap's tokens (timetrap.go). Provision makes a random
+	// per-process key when it is empty (tokens then fail on another instance or after a
+	// restart). The Caddy layer keeps it in a file beside the IP hash key.
+	SpamKey []byte `json:"-"`
+	// Ledger records used spam tokens in the shared store, so a token is single use
+	// across instances; nil: reuse is not checked.
+	Ledger outbox.TokenLedger `json:"-"`
+
 	ipMACs   *sync.Pool   // HMACs keyed with IPHashKey at Provision, for hashIP
 	limiter  *limiter     // nil without RateLimit
 	recent   *recentPosts // nil when dedupe is off

@@ -26,9 +26,10 @@ import (
 //  6. Captcha, only for a post still accepted (no verifier call for junk): missing or
 //     rejected token spam/captcha_failed; verifier slow, down or misconfigured
 //     quarantined/captcha_unavailable, so a real lead is kept for review.
-//  7. Spam signals (spam.go): every defence above that fired added a signal; a post
-//     still accepted is held to the form's thresholds on its score and may become
-//     quarantined or spam with reason spam_suspected.
+//  7. Spam signals (spam.go): every defence above that fired added a signal, and the
+//     time trap (timetrap.go) adds its own; a post still accepted is held to the form's
+//     thresholds on its score and may become quarantined or spam with reason
+//     spam_suspected.
 func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash string, unknown []string, now time.Time) error {
 	sub := res.Submission
 	if c.recent != nil && sub.IdempotencyKey == "" {
@@ -106,6 +107,9 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 			sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonCaptchaUnavailable
 			signal(sub, SignalCaptchaUnavailable, WeightCaptchaUnavailable, c.Captcha.Provider+" verifier unavailable")
 		}
+	}
+	if !c.Spam.TimeTrapOff {
+		c.judgeTimeTrap(r.Context(), sub, sp.timeTrap, now)
 	}
 	c.Spam.judge(sub)
 	return nil

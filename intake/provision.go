@@ -96,6 +96,12 @@ func (c *Config) Provision() error {
 			return fmt.Errorf("intake: form %s: %w", c.Form, err)
 		}
 	}
+	if len(c.SpamKey) == 0 {
+		c.SpamKey = make([]byte, 32)
+		if _, err := rand.Read(c.SpamKey); err != nil {
+			return fmt.Errorf("spam key: %w", err)
+		}
+	}
 	if len(c.IPHashKey) == 0 {
 		c.IPHashKey = make([]byte, 32)
 		if _, err := rand.Read(c.IPHashKey); err != nil {

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
@@ -43,6 +44,13 @@ type Spam struct {
 	// SpamAt is the score from which it is stored spam/spam_suspected; default
 	// DefaultSpamAt. It must not be below QuarantineAt.
 	SpamAt int `json:"spam_at,omitempty"`
+	// TimeTrapMin is how long after its token's issue a post may come without the
+	// time_trap_too_fast signal; default DefaultTimeTrapMin (timetrap.go).
+	TimeTrapMin Duration `json:"time_trap_min,omitempty"`
+	// TimeTrapMax is how long a token stays valid; default DefaultTimeTrapMax.
+	TimeTrapMax Duration `json:"time_trap_max,omitempty"`
+	// TimeTrapOff turns the time trap off: no token is issued and no post judged on one.
+	TimeTrapOff bool `json:"time_trap_off,omitempty"`
 }
 
 func (s *Spam) provision() error {
@@ -57,6 +65,18 @@ func (s *Spam) provision() error {
 	}
 	if s.SpamAt < s.QuarantineAt {
 		return fmt.Errorf("spam: spam_at %d is below quarantine_at %d", s.SpamAt, s.QuarantineAt)
+	}
+	if s.TimeTrapMin < 0 || s.TimeTrapMax < 0 {
+		return fmt.Errorf("spam: time_trap durations must not be negative")
+	}
+	if s.TimeTrapMin == 0 {
+		s.TimeTrapMin = Duration(DefaultTimeTrapMin)
+	}
+	if s.TimeTrapMax == 0 {
+		s.TimeTrapMax = Duration(DefaultTimeTrapMax)
+	}
+	if s.TimeTrapMax <= s.TimeTrapMin {
+		return fmt.Errorf("spam: time_trap maximum %s must be above its minimum %s", time.Duration(s.TimeTrapMax), time.Duration(s.TimeTrapMin))
 	}
 	return nil
 }

@@ -72,13 +72,14 @@ func TestDefencesReportSignals(t *testing.T) {
 	r.Header.Set("Origin", "https://evil.example")
 	r.Header.Del("Referer")
 	res = mustParse(t, c, r)
-	want = []outbox.Signal{{Name: SignalOriginRejected, Weight: WeightOriginRejected, Evidence: "neither Origin nor Referer is an allowed origin"}}
+	missing := outbox.Signal{Name: SignalTimeTrapMissing, Weight: WeightTimeTrapMissing, Evidence: "no time-trap token (JavaScript off or a plain form post)"}
+	want = []outbox.Signal{{Name: SignalOriginRejected, Weight: WeightOriginRejected, Evidence: "neither Origin nor Referer is an allowed origin"}, missing}
 	if s := res.Submission; s.Status != outbox.SubmissionQuarantined || s.Reason != outbox.ReasonOriginRejected || !reflect.DeepEqual(s.Signals, want) {
 		t.Errorf("origin: %s/%s %+v", s.Status, s.Reason, s.Signals)
 	}
 
 	res = mustParse(t, c, postForm(form(validContact...)))
-	if s := res.Submission; s.Status != outbox.SubmissionAccepted || len(s.Signals) != 0 {
-		t.Errorf("clean post: %s/%s %+v, want accepted without signals", s.Status, s.Reason, s.Signals)
+	if s := res.Submission; s.Status != outbox.SubmissionAccepted || !reflect.DeepEqual(s.Signals, []outbox.Signal{missing}) {
+		t.Errorf("post without a token: %s/%s %+v, want accepted with the weak %s only", s.Status, s.Reason, s.Signals, SignalTimeTrapMissing)
 	}
 }

@@ -30,6 +30,9 @@ func Score(signals []Signal) int {
 	return n
 }
 
+// Score is the sum of the submission's signal weights.
+func (s *Submission) Score() int { return Score(s.Signals) }
+
 // ReceivedSignals reads the score and signals a store kept with a submission: they travel
 // in its submission.received event's data (outbox/internal/acceptprep), which costs no
 // row beyond the one every submission writes. A submission stored without signals (or

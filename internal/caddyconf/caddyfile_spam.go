@@ -1,6 +1,7 @@
 package caddyconf
 
 import (
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/formoutbox/caddy-form-outbox/intake"
@@ -11,6 +12,7 @@ import (
 //	spam {
 //		quarantine_at N                    # score that quarantines (spam_suspected); default 5
 //		spam_at N                          # score that files as spam; default 10
+//		time_trap MIN [MAX] | off          # signed time trap; default 3s 24h
 //	}
 func parseSpam(d *caddyfile.Dispenser, existing *intake.Spam) (*intake.Spam, error) {
 	if existing != nil {
@@ -27,6 +29,8 @@ func parseSpam(d *caddyfile.Dispenser, existing *intake.Spam) (*intake.Spam, err
 			s.QuarantineAt, err = positiveIntLine(d)
 		case "spam_at":
 			s.SpamAt, err = positiveIntLine(d)
+		case "time_trap":
+			err = parseTimeTrap(d, s)
 		default:
 			err = d.Errf("spam: unknown option %q", opt)
 		}
@@ -38,4 +42,31 @@ func parseSpam(d *caddyfile.Dispenser, existing *intake.Spam) (*intake.Spam, err
 		return nil, d.Errf("spam: spam_at %d is below quarantine_at %d", s.SpamAt, s.QuarantineAt)
 	}
 	return s, nil
+}
+
+// parseTimeTrap reads `time_trap MIN [MAX]` or `time_trap off`.
+func parseTimeTrap(d *caddyfile.Dispenser, s *intake.Spam) error {
+	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "off" {
+		s.TimeTrapOff = true
+		return nil
+	}
+	if len(args) < 1 || len(args) > 2 {
+		return d.ArgErr()
+	}
+	for i, a := range args {
+		dur, err := caddy.ParseDuration(a)
+		if err != nil || dur <= 0 {
+			return d.Errf("time_trap: %q is not a positive duration like 3s, or off", a)
+		}
+		if i == 0 {
+			s.TimeTrapMin = intake.Duration(dur)
+		} else {
+			s.TimeTrapMax = intake.Duration(dur)
+		}
+	}
+	if s.TimeTrapMax > 0 && s.TimeTrapMax <= s.TimeTrapMin {
+		return d.Errf("time_trap: the maximum %s must be above the minimum %s", args[1], args[0])
+	}
+	return nil
 }
