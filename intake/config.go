@@ -106,6 +106,8 @@ type Config struct {
 	Captcha *Captcha `json:"captcha,omitempty"`
 	// Spam holds the spam thresholds and signals (spam.go); nil: the defaults.
 	Spam *Spam `json:"spam,omitempty"`
+	// Altcha asks every post for an ALTCHA-compatible proof of work (altcha.go); nil: none.
+	Altcha *Altcha `json:"altcha,omitempty"`
 	// ClientIPMode is how the client address is stored: "hash" (default, a keyed
 	// HMAC), "full" (the address itself) or "off" (nothing).
 	ClientIPMode string `json:"client_ip,omitempty"`

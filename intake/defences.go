@@ -111,6 +111,9 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 	if !c.Spam.TimeTrapOff {
 		c.judgeTimeTrap(r.Context(), sub, sp.timeTrap, now)
 	}
+	if c.Altcha != nil {
+		c.judgeAltcha(r.Context(), sub, sp.altcha, now)
+	}
 	c.Spam.judge(sub)
 	return nil
 }
@@ -150,6 +153,11 @@ func (c *Config) provisionDefences() error {
 	}
 	if c.Captcha != nil {
 		if err := c.Captcha.provision(c.AllowedOrigins); err != nil {
+			return err
+		}
+	}
+	if c.Altcha != nil {
+		if err := c.Altcha.provision(); err != nil {
 			return err
 		}
 	}

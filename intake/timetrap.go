@@ -91,17 +91,24 @@ func (c *Config) issueToken(now time.Time) (string, error) {
 
 // serveToken answers GET ?form_outbox=token: {"token": "...", "field": "_form_outbox_token"},
 // never cached, with the CORS grant a post gets (a site on another origin fetches it).
+// For a form with an altcha block it adds "altcha": true, which tells the browser client
+// to solve a challenge; with the time trap off it then carries that member alone.
 func (c *Config) serveToken(w http.ResponseWriter, r *http.Request, now time.Time) {
 	c.setCORSHeaders(w, r)
 	w.Header().Set("Cache-Control", "no-store")
-	tok, err := c.issueToken(now)
-	if err != nil {
-		http.Error(w, "no token", http.StatusInternalServerError)
-		return
+	o := jsonw.NewObject(make([]byte, 0, 112))
+	if !c.Spam.TimeTrapOff {
+		tok, err := c.issueToken(now)
+		if err != nil {
+			http.Error(w, "no token", http.StatusInternalServerError)
+			return
+		}
+		o.String("token", tok)
+		o.String("field", FieldTimeTrap)
 	}
-	o := jsonw.NewObject(make([]byte, 0, 96))
-	o.String("token", tok)
-	o.String("field", FieldTimeTrap)
+	if c.Altcha != nil {
+		o.Bool("altcha", true)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(o.Close(), '\n'))
 }

@@ -70,3 +70,43 @@ func parseTimeTrap(d *caddyfile.Dispenser, s *intake.Spam) error {
 	}
 	return nil
 }
+
+// parseAltcha reads the `altcha` block (docs/caddyfile.md, "Spam signals"):
+//
+//	altcha {
+//		max_number N                       # difficulty; default 100000
+//		expires DURATION                   # how long a challenge holds; default 1h
+//		required                           # no valid solution: spam/altcha_failed
+//	}
+func parseAltcha(d *caddyfile.Dispenser, existing *intake.Altcha) (*intake.Altcha, error) {
+	if existing != nil {
+		return nil, d.Err("altcha: only one altcha block per form")
+	}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	a := new(intake.Altcha)
+	var err error
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch opt := d.Val(); opt {
+		case "max_number":
+			a.MaxNumber, err = positiveIntLine(d)
+		case "expires":
+			var dur caddy.Duration
+			if dur, err = durationArg(d); err == nil {
+				a.Expires = intake.Duration(dur)
+			}
+		case "required":
+			if d.NextArg() {
+				err = d.ArgErr()
+			}
+			a.Required = true
+		default:
+			err = d.Errf("altcha: unknown option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
