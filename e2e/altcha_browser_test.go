@@ -85,9 +85,8 @@ func TestOfficialAltchaWidgetSolvesOurChallenge(t *testing.T) {
 	if w, ok := got["altcha_passed"]; !ok || w != 0 || len(got) != 2 || got["time_trap_missing"] != 1 {
 		t.Errorf("signals %v, want altcha_passed 0 and time_trap_missing 1 (a plain form sends no token)", got)
 	}
-	var used int
-	if err := db.QueryRow(`SELECT count(*) FROM used_tokens WHERE id LIKE 'pow:%'`).Scan(&used); err != nil || used != 1 {
-		t.Errorf("%d used challenges recorded (%v), want 1", used, err)
+	if n := usedTokens(t, db, "pow:"); n != 1 {
+		t.Errorf("%d used challenges recorded, want 1", n)
 	}
 }
 

@@ -30,6 +30,17 @@ func storedSignals(t *testing.T, db *sql.DB, id string) map[string]int {
 	return out
 }
 
+// usedTokens counts the single-use records (table used_tokens) whose id starts with
+// prefix: "tt:" for time-trap tokens, "pow:" for proof-of-work challenges.
+func usedTokens(t *testing.T, db *sql.DB, prefix string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM used_tokens WHERE id LIKE ?`, prefix+"%").Scan(&n); err != nil {
+		t.Fatalf("count used tokens: %v", err)
+	}
+	return n
+}
+
 // The built-in client fetches a time-trap token with the page and posts it: with a
 // minimum the test's typing always exceeds (1ms), the stored post carries no time-trap
 // signal at all (the token was there, well signed and fresh) and its use is recorded;
@@ -55,9 +66,8 @@ func TestBrowserClientSendsTheTimeTrapToken(t *testing.T) {
 			if len(got) != len(c.want) || got["time_trap_too_fast"] != c.want["time_trap_too_fast"] {
 				t.Errorf("signals %v, want %v", got, c.want)
 			}
-			var used int
-			if err := db.QueryRow(`SELECT count(*) FROM used_tokens WHERE id LIKE 'tt:%'`).Scan(&used); err != nil || used != 1 {
-				t.Errorf("%d used tokens recorded (%v), want 1", used, err)
+			if n := usedTokens(t, db, "tt:"); n != 1 {
+				t.Errorf("%d used time-trap tokens recorded, want 1", n)
 			}
 		})
 	}

@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
 )
@@ -90,18 +87,13 @@ func TestPostgresTimeTrapTokenIsSingleUseAcrossInstances(t *testing.T) {
 	first := postTokenJSON(t, a, "first use on A", tok.Field, tok.Token)
 	replay := postTokenJSON(t, b, "replayed on B", tok.Field, tok.Token)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg, err := pgx.ParseConfig(pc.DSN)
-	if err != nil {
-		t.Fatal(err)
+	// Unknown connection-string parameters are session settings to pgx.
+	sep := "?"
+	if strings.Contains(pc.DSN, "?") {
+		sep = "&"
 	}
-	cfg.RuntimeParams["search_path"] = pc.Schema
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(context.Background())
+	conn := pgConn(t, pc.DSN+sep+"search_path="+pc.Schema)
+	ctx := context.Background()
 	signals := func(id string) string {
 		var data string
 		if err := conn.QueryRow(ctx, `SELECT data::text FROM events WHERE kind = 'submission.received' AND submission_id = $1::uuid`, id).Scan(&data); err != nil {
