@@ -26,10 +26,11 @@ import (
 //  6. Captcha, only for a post still accepted (no verifier call for junk): missing or
 //     rejected token spam/captcha_failed; verifier slow, down or misconfigured
 //     quarantined/captcha_unavailable, so a real lead is kept for review.
-//  7. Spam signals (spam.go): every defence above that fired added a signal, and the
-//     time trap (timetrap.go) adds its own; a post still accepted is held to the form's
-//     thresholds on its score and may become quarantined or spam with reason
-//     spam_suspected.
+//  7. Spam signals (spam.go): every defence above that fired added a signal; the time
+//     trap (timetrap.go) and the proof of work (altcha.go) add their own, and a post
+//     still accepted without a passing proof of work that `altcha required` asks for is
+//     spam/altcha_failed. A post still accepted is then held to the form's thresholds
+//     on its score and may become quarantined or spam with reason spam_suspected.
 func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash string, unknown []string, now time.Time) error {
 	sub := res.Submission
 	if c.recent != nil && sub.IdempotencyKey == "" {
