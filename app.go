@@ -40,6 +40,7 @@ type App struct {
 	acceptor  *outbox.Acceptor // takes every handler's submissions: store or spool
 	worker    *outbox.Worker
 	ipHashKey []byte
+	spamKey   []byte // signs spam tokens (spamkey.go)
 	filesKey  []byte // signs file links (files_handler.go)
 	from      string
 	mailDir   string
@@ -106,6 +107,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 	a.ipHashKey, err = loadIPHashKey()
 	if err != nil {
+		return err
+	}
+	if a.spamKey, err = loadSpamKey(); err != nil {
 		return err
 	}
 	if a.FilesURL != "" {

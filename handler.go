@@ -42,6 +42,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.app = appVal.(*App)
 
 	h.IPHashKey = h.app.ipHashKey
+	h.SpamKey = h.app.spamKey
+	// Both stores record used spam tokens; a store that does not leaves reuse unchecked.
+	h.Tokens, _ = h.app.store.(outbox.TokenLedger)
 	h.InboxURL = h.app.InboxURL
 	h.FileURL = h.app.fileURL()
 	h.ClientIP = caddyClientIP

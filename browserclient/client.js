@@ -3,7 +3,7 @@
 (function () {
   "use strict";
   var NS = "form_outbox:", PENDING = NS + "pending", TIMEOUT = 15000, MAX_WAIT = 30000;
-  var timers = {};
+  var timers = {}, tokens = {}, proofs = {};
 
   function get(k) {
     try { return JSON.parse(localStorage.getItem(k)); } catch (e) { return null; }
@@ -111,6 +111,53 @@
     if (first) first.focus();
   }
 
+  // fetchToken asks the form's endpoint for a time-trap token (intake/timetrap.go) and
+  // keeps it for the form's next post; data-form-outbox-token says when one is ready. A
+  // form whose time trap is off, or an old server, answers without one: the post then
+  // goes out without it, which is never held against it on its own.
+  function fetchToken(f) {
+    var id = formID(f), u = new URL(f.action, location.href);
+    delete tokens[id];
+    f.removeAttribute("data-form-outbox-token");
+    u.searchParams.set("form_outbox", "token");
+    fetch(u.href, { credentials: "same-origin", headers: { "Accept": "application/json" } }).then(function (r) {
+      return r.ok ? r.json() : null;
+    }).then(function (a) {
+      if (a && a.token && a.field) { tokens[id] = [a.field, a.token]; f.setAttribute("data-form-outbox-token", "ready"); }
+      if (a && a.altcha) prove(f, id, u);
+    }, function () {});
+  }
+
+  // prove solves the form's proof of work (intake/altcha.go, ALTCHA's challenge format)
+  // with Web Crypto: the number n in [0, maxnumber] with hex(SHA-256(salt + n)) equal to
+  // the challenge. The post waits for it (proofs[id] is a promise); a failure leaves the
+  // post without one, which the server judges as it is configured to.
+  function prove(f, id, u) {
+    u.searchParams.set("form_outbox", "altcha");
+    f.removeAttribute("data-form-outbox-altcha");
+    proofs[id] = fetch(u.href, { credentials: "same-origin", headers: { "Accept": "application/json" } }).then(function (r) {
+      return r.json();
+    }).then(function (c) {
+      var enc = new TextEncoder(), step = 500;
+      function hex(b) { return [].map.call(new Uint8Array(b), function (x) { return (x < 16 ? "0" : "") + x.toString(16); }).join(""); }
+      // Hashes go out in batches, so the page stays responsive and the chain stays short.
+      function batch(from) {
+        if (from > c.maxnumber) return null;
+        var hs = [];
+        for (var i = from; i <= Math.min(from + step - 1, c.maxnumber); i++) hs.push(crypto.subtle.digest("SHA-256", enc.encode(c.salt + i)));
+        return Promise.all(hs).then(function (out) {
+          for (var j = 0; j < out.length; j++) {
+            if (hex(out[j]) !== c.challenge) continue;
+            f.setAttribute("data-form-outbox-altcha", "solved");
+            return btoa(JSON.stringify({ algorithm: c.algorithm, challenge: c.challenge, number: from + j, salt: c.salt, signature: c.signature }));
+          }
+          return batch(from + step);
+        });
+      }
+      return batch(0);
+    }).catch(function () { return null; });
+  }
+
   function retryLater(key, p, ms) {
     p.tries = (p.tries || 0) + 1;
     setPending(key, p);
@@ -154,8 +201,10 @@
       show(f, "retrying", s < 300 ? "Received; confirming…" : "The server is busy; your message is kept and will be sent shortly.");
       return retryLater(key, p, backoff(p));
     }
-    // Every other answer is definitive: this key is done, the next post gets a new one.
+    // Every other answer is definitive: this key is done, the next post gets a new one,
+    // and a new token (a token is single use).
     setPending(key, null);
+    if (f) fetchToken(f);
     if (s >= 200 && s < 300 && a.ok) {
       put(NS + "draft:" + p.form, null);
       if (!f) return;
@@ -188,13 +237,25 @@
     for (var k in all) if (all[k].form === id) key = k;
     var fields = [];
     new FormData(f, ev.submitter).forEach(function (v, n) { if (typeof v === "string") fields.push([n, v]); });
-    setPending(key = key || newKey(), { form: id, url: f.action, fields: fields, tries: 0 });
+    // The token travels with the kept post, so every retry of it sends the same one.
+    if (tokens[id]) fields.push(tokens[id]);
+    key = key || newKey();
+    if (!proofs[id]) return keep(key, id, f, fields);
+    show(f, "sending", "Sending…");
+    proofs[id].then(function (p) {
+      if (p) fields.push(["altcha", p]);
+      keep(key, id, f, fields);
+    });
+  }
+  function keep(key, id, f, fields) {
+    setPending(key, { form: id, url: f.action, fields: fields, tries: 0 });
     send(key);
   }
 
   function start() {
     [].forEach.call(document.querySelectorAll("form[data-form-outbox]"), function (f) {
       restoreDraft(f);
+      fetchToken(f);
       f.addEventListener("input", function () { saveDraft(f); });
     });
     for (var k in pending()) send(k);

@@ -350,6 +350,8 @@ func (h *Handler) detail(rq *request, raw string) {
 		Deliveries []deliveryRow
 		Events     []eventRow
 		Violations []outbox.FieldError // which fields failed, for a schema violation
+		Signals    []outbox.Signal     // the spam signals intake noticed
+		Score      int                 // their weights' sum
 		Releasable bool
 		Spammable  bool
 	}{L: rq.layout("list"), S: sub,
@@ -377,6 +379,11 @@ func (h *Handler) detail(rq *request, raw string) {
 	}
 	for _, e := range evs {
 		data.Events = append(data.Events, newEventRow(e))
+		if e.Kind == outbox.EventSubmissionReceived {
+			// A malformed record shows the submission without its signals, as an
+			// unreadable violation does below.
+			data.Score, data.Signals, _ = outbox.ReceivedSignals(e.Data)
+		}
 		if e.Kind == outbox.EventSchemaViolation {
 			var v outbox.SchemaViolationData
 			_ = json.Unmarshal(e.Data, &v) // a malformed one leaves the reason alone on the page

@@ -107,6 +107,10 @@ type Config struct {
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Captcha verifies a Turnstile, hCaptcha or reCAPTCHA token; nil: none.
 	Captcha *Captcha `json:"captcha,omitempty"`
+	// Spam holds the spam thresholds and signals (spam.go); nil: the defaults.
+	Spam *Spam `json:"spam,omitempty"`
+	// Altcha asks every post for an ALTCHA-compatible proof of work (altcha.go); nil: none.
+	Altcha *Altcha `json:"altcha,omitempty"`
 	// ClientIPMode is how the client address is stored: "hash" (default, a keyed
 	// HMAC), "full" (the address itself) or "off" (nothing).
 	ClientIPMode string `json:"client_ip,omitempty"`
@@ -139,6 +143,14 @@ type Config struct {
 	// Ledger, when set, counts every new post answered success (outbox.LedgerCounter,
 	// the lead ledger). Nil: nothing counted.
 	Ledger AnswerCounter `json:"-"`
+
+	// SpamKey signs the time trap's tokens (timetrap.go). Provision makes a random
+	// per-process key when it is empty (tokens then fail on another instance or after a
+	// restart). The Caddy layer keeps it in a file beside the IP hash key.
+	SpamKey []byte `json:"-"`
+	// Tokens records used spam tokens in the shared store, so a token is single use
+	// across instances; nil: reuse is not checked.
+	Tokens outbox.TokenLedger `json:"-"`
 
 	ipMACs   *sync.Pool   // HMACs keyed with IPHashKey at Provision, for hashIP
 	limiter  *limiter     // nil without RateLimit

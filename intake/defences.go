@@ -26,6 +26,11 @@ import (
 //  6. Captcha, only for a post still accepted (no verifier call for junk): missing or
 //     rejected token spam/captcha_failed; verifier slow, down or misconfigured
 //     quarantined/captcha_unavailable, so a real lead is kept for review.
+//  7. Spam signals (spam.go): every defence above that fired added a signal; the time
+//     trap (timetrap.go) and the proof of work (altcha.go) add their own, and a post
+//     still accepted without a passing proof of work that `altcha required` asks for is
+//     spam/altcha_failed. A post still accepted is then held to the form's thresholds
+//     on its score and may become quarantined or spam with reason spam_suspected.
 func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash string, unknown []string, now time.Time) error {
 	sub := res.Submission
 	if c.recent != nil && sub.IdempotencyKey == "" {
@@ -41,6 +46,7 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 		if ok, wait := c.limiter.allow(clientKey(ip), now); !ok {
 			c.counters.RateLimited.Add(1)
 			sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonRateLimited
+			signal(sub, SignalRateLimited, WeightRateLimited, "over the form's rate_limit")
 			res.RetryAfter = wait
 			if !c.limiter.storeQuota(now) {
 				c.counters.RateLimitedDropped.Add(1)
@@ -52,9 +58,11 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 	switch {
 	case sp.honeypot != "":
 		sub.Status, sub.Reason = outbox.SubmissionSpam, outbox.ReasonHoneypot
+		signal(sub, SignalHoneypot, WeightHoneypot, "the hidden field "+c.Honeypot+" was filled")
 		return nil
 	case !c.originAllowed(r):
 		sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonOriginRejected
+		signal(sub, SignalOriginRejected, WeightOriginRejected, "neither Origin nor Referer is an allowed origin")
 	}
 
 	res.Violations = append(c.validate(sub.Data), c.validateFileFields(sub.Data, sub.Files)...)
@@ -95,10 +103,19 @@ func (c *Config) screen(r *http.Request, res *Result, sp specials, ip, ipHash st
 		switch verdict {
 		case captchaFailed:
 			sub.Status, sub.Reason = outbox.SubmissionSpam, outbox.ReasonCaptchaFailed
+			signal(sub, SignalCaptchaFailed, WeightCaptchaFailed, c.Captcha.Provider+" token missing or rejected")
 		case captchaUnavailable:
 			sub.Status, sub.Reason = outbox.SubmissionQuarantined, outbox.ReasonCaptchaUnavailable
+			signal(sub, SignalCaptchaUnavailable, WeightCaptchaUnavailable, c.Captcha.Provider+" verifier unavailable")
 		}
 	}
+	if !c.Spam.TimeTrapOff {
+		c.judgeTimeTrap(r.Context(), sub, sp.timeTrap, now)
+	}
+	if c.Altcha != nil {
+		c.judgeAltcha(r.Context(), sub, sp.altcha, now)
+	}
+	c.Spam.judge(sub)
 	return nil
 }
 
@@ -139,6 +156,17 @@ func (c *Config) provisionDefences() error {
 		if err := c.Captcha.provision(c.AllowedOrigins); err != nil {
 			return err
 		}
+	}
+	if c.Altcha != nil {
+		if err := c.Altcha.provision(); err != nil {
+			return err
+		}
+	}
+	if c.Spam == nil {
+		c.Spam = &Spam{}
+	}
+	if err := c.Spam.provision(); err != nil {
+		return err
 	}
 	if c.DedupeWindow < 0 {
 		return fmt.Errorf("dedupe_window must not be negative")

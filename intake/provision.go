@@ -114,6 +114,12 @@ func (c *Config) Provision() error {
 	if c.Autoreply != nil && len(c.Autoreply.route.printed) > 0 {
 		c.counters.TemplateEmpty(AutoreplyRoute)
 	}
+	if len(c.SpamKey) == 0 {
+		c.SpamKey = make([]byte, 32)
+		if _, err := rand.Read(c.SpamKey); err != nil {
+			return fmt.Errorf("spam key: %w", err)
+		}
+	}
 	if len(c.IPHashKey) == 0 {
 		c.IPHashKey = make([]byte, 32)
 		if _, err := rand.Read(c.IPHashKey); err != nil {

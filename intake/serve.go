@@ -35,6 +35,11 @@ type AnswerCounter interface {
 //   - GET or HEAD with ?form_outbox=client.js is the browser client
 //     (browserclient/serve.go): the script belongs to this endpoint, since it speaks the
 //     JSON answers written here.
+//   - GET or HEAD with ?form_outbox=token is a time-trap token (timetrap.go), unless
+//     the form turned the time trap off; it also tells the browser client whether the
+//     form wants a proof of work.
+//   - GET or HEAD with ?form_outbox=altcha is an ALTCHA challenge (altcha.go), for a
+//     form with an altcha block.
 //
 // Any other request gets false and nothing written, so the caller can pass it on (a GET
 // of the form's own path serves the page). logger may be nil; it gets ids, statuses and
@@ -50,6 +55,10 @@ func (c *Config) Serve(w http.ResponseWriter, r *http.Request, acc Accepter, log
 		c.preflight(w, r)
 	case browserclient.Wants(r):
 		browserclient.Serve(w, r)
+	case wantsToken(r) && (!c.Spam.TimeTrapOff || c.Altcha != nil):
+		c.serveToken(w, r, time.Now())
+	case wantsAltcha(r) && c.Altcha != nil:
+		c.serveAltcha(w, r, time.Now())
 	default:
 		return false
 	}

@@ -33,6 +33,8 @@ type specials struct {
 	next           string // safe same-origin path or URL, or empty
 	test           bool   // _test: stored with the test flag
 	captcha        string // the configured captcha provider's token
+	timeTrap       string // the time trap's token (timetrap.go)
+	altcha         string // the ALTCHA widget's payload (altcha.go)
 }
 
 // split separates the special fields (and the honeypot, whatever its name) from the
@@ -54,6 +56,11 @@ func (c *Config) split(fields outbox.Fields, r *http.Request) (outbox.Fields, sp
 			sp.next = c.safeNext(f.Value, r)
 		case f.Name == fieldTest:
 			sp.test = truthy(f.Value)
+		case f.Name == FieldTimeTrap:
+			sp.timeTrap = f.Value
+		case f.Name == FieldAltcha:
+			// The widget's payload is never visitor content, configured or not.
+			sp.altcha = f.Value
 		case slices.Contains(captchaFields, f.Name):
 			if c.Captcha != nil && f.Name == c.Captcha.field() {
 				sp.captcha = f.Value

@@ -220,6 +220,9 @@ type Submission struct {
 	// Files are the uploaded files, written by Accept in the same transaction (see
 	// File); a duplicate writes none. Nil for a post without files.
 	Files []File
+	// Signals are what intake's spam screening noticed (signals.go); Accept keeps them,
+	// with their score, in the submission.received event. Nil: none.
+	Signals []Signal
 }
 
 // Delivery is one planned notification of one submission: one per route per recipient.

@@ -28,6 +28,8 @@ import (
 //	max_unknown_fields N                   # fields beyond the spec kept; default 20
 //	max_unknown_length N                   # their length cap; default 2000
 //	dedupe DURATION|off                    # double-post window; default 10s
+//	spam { quarantine_at N; spam_at N }    # spam signal thresholds; see parseSpam
+//	altcha { max_number N; required }      # ALTCHA proof of work; see parseAltcha
 func unmarshalDefence(d *caddyfile.Dispenser, h *intake.Config, opt string) (bool, error) {
 	var err error
 	switch opt {
@@ -48,6 +50,10 @@ func unmarshalDefence(d *caddyfile.Dispenser, h *intake.Config, opt string) (boo
 			return true, d.Errf("%s: only one captcha per form", opt)
 		}
 		h.Captcha, err = parseCaptcha(d, opt)
+	case "spam":
+		h.Spam, err = parseSpam(d, h.Spam)
+	case "altcha":
+		h.Altcha, err = parseAltcha(d, h.Altcha)
 	case "client_ip":
 		h.ClientIPMode, err = oneOfArg(d, intake.ClientIPHash, intake.ClientIPFull, intake.ClientIPOff)
 	case "schema":

@@ -207,3 +207,19 @@ func (t flowTx) PruneAutoreplies(ctx context.Context, before time.Time, batch in
 }
 
 var _ storeflow.Driver = flow{}
+
+func (t flowTx) UseToken(ctx context.Context, id, contentHash string, expires time.Time) (string, error) {
+	var first string
+	err := t.tx.QueryRow(ctx, fq.UseToken, id, contentHash, expires).Scan(&first)
+	return first, err
+}
+
+func (t flowTx) PruneUsedTokens(ctx context.Context, now time.Time, batch int) error {
+	_, err := t.tx.Exec(ctx, fq.PruneUsedTokens, now, batch)
+	return err
+}
+
+// UseToken records a used spam token (outbox.TokenLedger).
+func (s *Store) UseToken(ctx context.Context, id, contentHash string, expires time.Time) (bool, error) {
+	return storeflow.UseToken(ctx, flow{s}, id, contentHash, expires)
+}

@@ -43,6 +43,9 @@ type submissionV1 struct {
 	CreatedAt      string        `json:"created_at"`
 	Events         []eventV1     `json:"events,omitempty"`
 	Files          []fileV1      `json:"files,omitempty"` // version 2
+	// Signals are the spam signals judged at intake; an older binary replaying the
+	// record ignores them (the submission is stored, its signals not).
+	Signals []outbox.Signal `json:"signals,omitempty"`
 }
 
 // fileV1 is a file's metadata; its content is the file files/<id> beside the segments
@@ -87,6 +90,7 @@ func encodeEntry(e Entry) ([]byte, error) {
 		ID: s.ID.String(), Form: s.Form, Status: string(s.Status), Reason: s.Reason,
 		Data: s.Data, Meta: s.Meta, IdempotencyKey: s.IdempotencyKey,
 		ContentHash: s.ContentHash, Test: s.Test, CreatedAt: formatTime(s.CreatedAt),
+		Signals: s.Signals,
 	}}
 	for _, ev := range s.Events {
 		p.Submission.Events = append(p.Submission.Events, eventV1{Kind: ev.Kind, Data: ev.Data, At: formatTime(ev.At)})
@@ -140,7 +144,7 @@ func decodeEntry(b []byte) (Entry, error) {
 	}
 	s.Form, s.Status, s.Reason = ps.Form, outbox.SubmissionStatus(ps.Status), ps.Reason
 	s.Data, s.Meta, s.IdempotencyKey = ps.Data, ps.Meta, ps.IdempotencyKey
-	s.ContentHash, s.Test = ps.ContentHash, ps.Test
+	s.ContentHash, s.Test, s.Signals = ps.ContentHash, ps.Test, ps.Signals
 	if s.CreatedAt, err = parseTime(ps.CreatedAt); err != nil {
 		return Entry{}, err
 	}

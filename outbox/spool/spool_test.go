@@ -86,6 +86,7 @@ func TestEntryRoundTripsThroughAFrame(t *testing.T) {
 	e.Submission.Reason = "x"
 	e.Submission.Events = []outbox.Event{{Kind: outbox.EventSchemaDrift, SubmissionID: e.Submission.ID,
 		Data: json.RawMessage(`{"field":"extra"}`), At: e.Submission.CreatedAt}}
+	e.Submission.Signals = []outbox.Signal{{Name: "time_trap_too_fast", Weight: 4, Evidence: "posted 1s after issue"}}
 	payload, err := encodeEntry(e)
 	if err != nil {
 		t.Fatal(err)

@@ -95,6 +95,11 @@ type Tx interface {
 	// The window itself is kept by the deliveries triggers of migration 0005
 	// (docs/design.md, "Autoreplies").
 	PruneAutoreplies(ctx context.Context, before time.Time, batch int) error
+	// UseToken inserts a used token, or leaves the row of one used before, and returns
+	// the content hash of the row's first use.
+	UseToken(ctx context.Context, id, contentHash string, expires time.Time) (string, error)
+	// PruneUsedTokens deletes at most batch used tokens that expired before now.
+	PruneUsedTokens(ctx context.Context, now time.Time, batch int) error
 
 	// InsertDigest stores d's row, anchored at d.Items[0]; false when the period has its
 	// digest already. It and InsertDigestItems skip a row whose unique key is taken (ON
@@ -125,6 +130,7 @@ type Queries struct {
 	ActSkipDeliveries, ActErase, ActUnsuppressTarget  string
 	EraseAutoreplies                                  string
 	PruneSubmissions, PruneEvents, PruneAutoreplies   string
+	UseToken, PruneUsedTokens                         string
 }
 
 // RetryTarget is Tx.RetryTarget's answer.
@@ -238,6 +244,20 @@ func AddSuppression(ctx context.Context, d Driver, sp outbox.Suppression) error 
 		return fmt.Errorf("add suppression: %w", err)
 	}
 	return nil
+}
+
+// UseToken is outbox.TokenLedger.UseToken over d.
+func UseToken(ctx context.Context, d Driver, id, contentHash string, expires time.Time) (bool, error) {
+	var first string
+	err := d.WriteTx(ctx, func(tx Tx) error {
+		var err error
+		first, err = tx.UseToken(ctx, id, contentHash, expires)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("use token: %w", err)
+	}
+	return first == contentHash, nil
 }
 
 // RemoveSuppression takes an address off the list; outbox.ErrNotFound when it is not
@@ -397,6 +417,11 @@ func Prune(ctx context.Context, d Driver, before time.Time, batch int) (outbox.P
 		}
 		if err := tx.PruneAutoreplies(ctx, before, batch); err != nil {
 			return fmt.Errorf("autoreplies: %w", err)
+		}
+		// A used token is worth keeping only while it could still be posted: its
+		// expiry, not the retention period, decides.
+		if err := tx.PruneUsedTokens(ctx, time.Now(), batch); err != nil {
+			return fmt.Errorf("used tokens: %w", err)
 		}
 		return nil
 	})

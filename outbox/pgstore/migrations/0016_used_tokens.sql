@@ -1,0 +1,11 @@
+-- Single-use spam tokens (outbox.TokenLedger; docs/design.md, "Spam signals"): the signed
+-- time trap's and the proof of work's ids, with the content hash of the post that first
+-- used them (a retry of that same post is not a reuse). expires_at is when the token
+-- stops being accepted anyway; the pruner deletes rows past it.
+CREATE TABLE used_tokens (
+	id           text PRIMARY KEY,
+	content_hash text NOT NULL,
+	expires_at   timestamptz NOT NULL
+);
+
+CREATE INDEX used_tokens_expires ON used_tokens (expires_at);
