@@ -53,6 +53,9 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
+		if s.isReplayed(seq) {
+			continue // kept for the shipper (hold.go)
+		}
 		b, err := os.ReadFile(s.segPath(seq))
 		if err != nil {
 			return rep, fmt.Errorf("spool replay: read segment %d: %w", seq, err)
@@ -93,10 +96,9 @@ func (s *Spool) Replay(ctx context.Context, store outbox.Store, logger *zap.Logg
 				zap.Uint64("segment", seq), zap.Int("offset", br.Off),
 				zap.Int("bytes", br.End-br.Off), zap.String("why", br.Why), zap.String("kept", name))
 		}
-		if err := s.remove(seq); err != nil {
+		if err := s.replayedSegment(seq, files); err != nil {
 			return rep, err
 		}
-		s.removeFiles(files)
 		rep.Segments++
 	}
 	return rep, nil

@@ -61,12 +61,18 @@ type Spool struct {
 	appendErr   error
 	appendErrAt time.Time
 	appendErrN  int // size of the record that failed: what Recheck must be able to write
+	// hold is set by Hold: a replayed segment stays until a shipper confirms it (hold.go).
+	hold bool
 }
 
 // segInfo is what health needs about one segment without reading it again.
 type segInfo struct {
 	entries int
 	oldest  time.Time // creation time of its oldest entry; zero when empty
+	bytes   int64     // size on disk (hold.go bounds what is kept for a shipper)
+	// replayed: every record is in the store; shipped: a shipper confirmed its copy
+	// (hold.go). Without a hold a segment is deleted once replayed.
+	replayed, shipped bool
 }
 
 // Stats is the spool's depth for health checks and metrics.
@@ -78,6 +84,11 @@ type Stats struct {
 	// at AppendErrorAt; empty once an Append succeeds again.
 	AppendError   string
 	AppendErrorAt time.Time
+	// Unshipped, UnshippedBytes and OldestUnshipped describe what a shipper has not yet
+	// confirmed off the host (hold.go); they count every segment when nothing ships.
+	Unshipped       int
+	UnshippedBytes  int64
+	OldestUnshipped time.Time
 }
 
 // Open opens (creating if needed) the spool in dir and counts what earlier processes left
@@ -115,7 +126,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 			return nil, fmt.Errorf("open spool: read %s: %w", s.segPath(seq), err)
 		}
 		recs, _ := parseSegment(b)
-		info := &segInfo{}
+		info := &segInfo{bytes: int64(len(b))}
 		for _, r := range recs {
 			info.add(r.Entry.Submission.CreatedAt)
 			for _, f := range r.Entry.Submission.Files {
@@ -166,6 +177,7 @@ func (s *Spool) Append(e Entry) error {
 	}
 	s.appendErr = nil
 	s.segs[s.actSeq].add(e.Submission.CreatedAt)
+	s.segs[s.actSeq].bytes = s.actSize
 	return nil
 }
 
@@ -289,6 +301,16 @@ func (s *Spool) Stats() Stats {
 		st.AppendError, st.AppendErrorAt = s.appendErr.Error(), s.appendErrAt
 	}
 	for _, i := range s.segs {
+		if !i.shipped {
+			st.Unshipped += i.entries
+			st.UnshippedBytes += i.bytes
+			if !i.oldest.IsZero() && (st.OldestUnshipped.IsZero() || i.oldest.Before(st.OldestUnshipped)) {
+				st.OldestUnshipped = i.oldest
+			}
+		}
+		if i.replayed {
+			continue // kept for a shipper only: not waiting for the store
+		}
 		st.Entries += i.entries
 		if !i.oldest.IsZero() && (st.Oldest.IsZero() || i.oldest.Before(st.Oldest)) {
 			st.Oldest = i.oldest
