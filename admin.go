@@ -90,6 +90,7 @@ func (a *App) health(ctx context.Context) Health {
 		PollInterval:   a.pollInterval(),
 		Spool:          a.spoolHealth,
 		Stats:          a.metrics,
+		Backup:         a.backupHealth(),
 	})
 }
 

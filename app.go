@@ -59,6 +59,7 @@ type App struct {
 
 	opsState             // metrics, events, retention (app_ops.go)
 	digests  digestState // digest routes and their closer (app_digest.go)
+	backups  backupState // off-host backup (app_backup.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -144,6 +145,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionSpool(); err != nil {
 		return err
 	}
+	if err := a.provisionBackup(); err != nil {
+		return err
+	}
 	a.acceptor = &outbox.Acceptor{
 		Store:      store,
 		WriteAhead: a.spoolMode == caddyconf.SpoolAlways,
@@ -200,6 +204,7 @@ func (a *App) Start() error {
 	if err := a.startSpool(); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
+	a.startBackup()
 	if a.WorkerOff() {
 		// The worker is still built (never started): its Broadcast wakes other
 		// instances' workers after each accepted submission.
@@ -219,6 +224,7 @@ func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
 		a.stopDigests()
 		a.stopOps()
+		a.stopBackup()
 		a.stopSpool()
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())

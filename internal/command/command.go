@@ -42,7 +42,7 @@ pipe keeps the exact bytes.
 // verbs lists the subcommands in the order --help shows them.
 var verbs = []func() *cobra.Command{
 	statusCommand, listCommand, showCommand, retryCommand, releaseCommand, deleteCommand,
-	exportCommand, replayCommand,
+	exportCommand, replayCommand, restoreCommand,
 }
 
 // Build fills cmd, the `form-outbox` command Caddy made, with the verbs and the flags

@@ -117,12 +117,16 @@ func (s *Shipper) Wake() {
 	}
 }
 
-// Stop ends the loop; what is unshipped stays in the spool for the next start.
-func (s *Shipper) Stop() {
-	if s.stop != nil {
-		s.stop()
-		<-s.done
+// Stop ends the loop and gives back the hold; what is unshipped and not yet replayed
+// stays in the spool for the next start.
+func (s *Shipper) Stop() error {
+	if s.stop == nil {
+		return nil
 	}
+	s.stop()
+	<-s.done
+	s.stop = nil
+	return s.Spool.Unhold()
 }
 
 // Stats returns the counters.

@@ -15,11 +15,36 @@ import (
 // store (Stats.Entries) but still counts as unshipped.
 
 // Hold makes the spool keep replayed segments until MarkShipped. Call it before the
-// shipper and the replayer start.
+// shipper starts. Holds are counted: across a config reload the new App's shipper holds
+// the shared spool before the old one lets go.
 func (s *Spool) Hold() {
 	s.mu.Lock()
-	s.hold = true
+	s.holds++
 	s.mu.Unlock()
+}
+
+// Unhold undoes one Hold. When the last goes (a config without backup), the segments
+// kept only for a shipper are deleted: the store has them.
+func (s *Spool) Unhold() error {
+	s.mu.Lock()
+	if s.holds > 0 {
+		s.holds--
+	}
+	var gone []uint64
+	if s.holds == 0 {
+		for seq, i := range s.segs {
+			if i.replayed {
+				gone = append(gone, seq)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, seq := range gone {
+		if err := s.removeWithFiles(seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Segment is one sealed segment a shipper has not confirmed yet.
@@ -96,7 +121,7 @@ func (s *Spool) isReplayed(seq uint64) bool {
 func (s *Spool) replayedSegment(seq uint64, files []uuid.UUID) error {
 	s.mu.Lock()
 	i := s.segs[seq]
-	keep := s.hold && i != nil && !i.shipped
+	keep := s.holds > 0 && i != nil && !i.shipped
 	if i != nil {
 		i.replayed = true
 	}

@@ -97,3 +97,28 @@ func TestReleaseReplayedNeverReleasesUnstored(t *testing.T) {
 		t.Fatalf("after release: %+v; want the unstored record kept", st)
 	}
 }
+
+// The last Unhold lets go of what was kept only for the shipper.
+func TestUnholdDeletesReplayedSegments(t *testing.T) {
+	s := openSpool(t, t.TempDir(), Options{})
+	s.Hold()
+	s.Hold() // a reload: the new App's shipper holds before the old one lets go
+	if err := s.Append(newEntry("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Replay(context.Background(), storetest.OpenSQLite(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unhold(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Segments != 1 {
+		t.Fatalf("after one of two unholds: %+v; want the segment kept", st)
+	}
+	if err := s.Unhold(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Segments != 0 {
+		t.Fatalf("after the last unhold: %+v; want the segment deleted", st)
+	}
+}

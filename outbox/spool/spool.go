@@ -61,8 +61,9 @@ type Spool struct {
 	appendErr   error
 	appendErrAt time.Time
 	appendErrN  int // size of the record that failed: what Recheck must be able to write
-	// hold is set by Hold: a replayed segment stays until a shipper confirms it (hold.go).
-	hold bool
+	// holds counts the shippers (Hold, Unhold): while above 0 a replayed segment stays
+	// until a shipper confirms it (hold.go).
+	holds int
 }
 
 // segInfo is what health needs about one segment without reading it again.
