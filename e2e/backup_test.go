@@ -133,113 +133,18 @@ func idString(b []byte) string {
 	return string(b)
 }
 
-// The host is lost with its SQLite file: a new Caddy and `restore` bring every answered
-// submission back and plan its deliveries again; a second restore stores nothing.
-func TestBackupHostLostRestoreBringsEverySubmissionBack(t *testing.T) {
-	t.Parallel()
-	s3 := s3test.Start(t, "forms")
-	hook := newReceiver(t)
-	old := startBackupCaddy(t, s3, hook)
-
+// postAccepted posts n keyed submissions and returns their ids; each must be accepted.
+func postAccepted(t *testing.T, p *caddyProc, key string, n int) []string {
+	t.Helper()
 	var ids []string
-	for i := 0; i < 6; i++ {
-		code, id, status := postKeyed(t, old, fmt.Sprintf("lost-%d", i))
+	for i := 0; i < n; i++ {
+		code, id, status := postKeyed(t, p, fmt.Sprintf("%s-%d", key, i))
 		if code != http.StatusOK || status != "accepted" {
-			t.Fatalf("post: %d %q\n%s", code, status, old.Log())
+			t.Fatalf("post: %d %q\n%s", code, status, p.Log())
 		}
 		ids = append(ids, id)
 	}
-	if err := waitFor(10*time.Second, func() bool { return backedUp(t, s3) == len(ids) }); err != nil {
-		t.Fatalf("the bucket has %d of %d records: %v\n%s", backedUp(t, s3), len(ids), err, old.Log())
-	}
-	if err := waitFor(10*time.Second, func() bool { d, total, _ := hook.counts(); return d == len(ids) && total == len(ids) }); err != nil {
-		d, total, _ := hook.counts()
-		t.Fatalf("webhooks before the loss: %d distinct, %d sent, want %d", d, total, len(ids))
-	}
-
-	// The host is lost: the process and its whole data directory (database and spool).
-	old.Kill()
-	if err := os.RemoveAll(filepath.Join(old.dir, "data")); err != nil {
-		t.Fatal(err)
-	}
-	fresh := startBackupCaddy(t, s3, hook)
-
-	dry := restoreCLI(t, s3, fresh, "--dry-run")
-	if !strings.Contains(dry, "would store: 6 ") || len(sqliteIDs(t, fresh)) != 0 {
-		t.Fatalf("dry run:\n%s\nstored %d", dry, len(sqliteIDs(t, fresh)))
-	}
-	out := restoreCLI(t, s3, fresh)
-	if !strings.Contains(out, "stored: 6 ") {
-		t.Fatalf("restore:\n%s", out)
-	}
-	got := sqliteIDs(t, fresh)
-	for _, id := range ids {
-		if !got[id] || !strings.Contains(out, "stored "+id+" form=contact") {
-			t.Fatalf("submission %s not restored:\n%s", id, out)
-		}
-	}
-	if again := restoreCLI(t, s3, fresh); !strings.Contains(again, "stored: 0 ") || !strings.Contains(again, "already stored: 6 ") {
-		t.Fatalf("second restore:\n%s", again)
-	}
-	// Their deliveries were planned again: each webhook is sent a second time, with the
-	// same webhook-id (docs/operations.md, "Off-host backups").
-	if err := waitFor(15*time.Second, func() bool {
-		d, total, dups := hook.counts()
-		return d == len(ids) && total == 2*len(ids) && len(dups) == len(ids)
-	}); err != nil {
-		d, total, dups := hook.counts()
-		t.Fatalf("webhooks after the restore: %d distinct, %d sent (%v); want each of %d twice\n%s", d, total, dups, len(ids), fresh.Log())
-	}
-}
-
-// Some posts never reached the database (rows gone by hand, as after a store fault past
-// the journal): a restore over a window wider than the gap stores exactly those.
-func TestBackupWindowReplayStoresOnlyTheMissing(t *testing.T) {
-	t.Parallel()
-	s3 := s3test.Start(t, "forms")
-	hook := newReceiver(t)
-	c := startBackupCaddy(t, s3, hook)
-	var ids []string
-	for i := 0; i < 6; i++ {
-		_, id, status := postKeyed(t, c, fmt.Sprintf("gap-%d", i))
-		if status != "accepted" {
-			t.Fatalf("post: %q", status)
-		}
-		ids = append(ids, id)
-	}
-	if err := waitFor(10*time.Second, func() bool { return backedUp(t, s3) == len(ids) }); err != nil {
-		t.Fatalf("backed up %d of %d", backedUp(t, s3), len(ids))
-	}
-	missing := []string{ids[1], ids[3]}
-	db, err := sql.Open("sqlite", "file:"+dbPath(c)+"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range missing {
-		u := uuid.MustParse(id)
-		if _, err := db.Exec(`DELETE FROM submissions WHERE id = ? OR id = ?`, id, u[:]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	if n := len(sqliteIDs(t, c)); n != 4 {
-		t.Fatalf("after deleting rows: %d stored, want 4", n)
-	}
-	out := restoreCLI(t, s3, c, "--form", "contact")
-	if !strings.Contains(out, "stored: 2 ") || !strings.Contains(out, "already stored: 4 ") {
-		t.Fatalf("restore:\n%s", out)
-	}
-	for _, id := range missing {
-		if !strings.Contains(out, "stored "+id) {
-			t.Fatalf("restore did not store %s:\n%s", id, out)
-		}
-	}
-	if n := len(sqliteIDs(t, c)); n != 6 {
-		t.Fatalf("after restore: %d stored, want 6", n)
-	}
-	if again := restoreCLI(t, s3, c); !strings.Contains(again, "stored: 0 ") {
-		t.Fatalf("second restore:\n%s", again)
-	}
+	return ids
 }
 
 // The bucket down under load: every post is answered as usual, health says the backup is
