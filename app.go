@@ -155,6 +155,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		OnStored:   a.observer().Stored,
 		Logger:     a.logger,
 	}
+	if a.Backup != nil {
+		a.acceptor.OnNotJournaled = a.notJournaled // app_backup.go
+	}
 	if sc.Driver == storage.DriverSQLite {
 		// One writer connection: a second shared transaction would only queue behind the
 		// first with a smaller batch.

@@ -11,6 +11,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/internal/caddyconf"
 	"github.com/formoutbox/caddy-form-outbox/internal/telemetry"
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/backup"
 )
 
@@ -19,6 +20,7 @@ import (
 type backupState struct {
 	bucket  *backup.S3 // nil without `backup`
 	shipper atomic.Pointer[backup.Shipper]
+	monitor atomic.Pointer[backup.Monitor] // the 1:1 watch, an outbox.AlertSource
 }
 
 // provisionBackup builds the bucket client (it makes no request) and turns the
@@ -73,6 +75,7 @@ func (a *App) startBackup() {
 	}
 	s.Start()
 	a.backups.shipper.Store(s)
+	a.backups.monitor.Store(&backup.Monitor{Shipper: s})
 	a.logger.Info("backup on", zap.String("url", bc.URL), zap.String("instance", s.Instance),
 		zap.Duration("every", s.Interval))
 }
@@ -98,4 +101,21 @@ func (a *App) backupHealth() func() *adminapi.BackupHealth {
 		}
 		return adminapi.BackupHealthOf(a.Backup.URL, s)
 	}
+}
+
+// notJournaled is the Acceptor's OnNotJournaled: a submission stored while the journal
+// refused it is in no backup, which the monitor reports.
+func (a *App) notJournaled(sub *outbox.Submission) {
+	if m := a.backups.monitor.Load(); m != nil {
+		m.NotJournaled(sub.Form, sub.CreatedAt)
+	}
+}
+
+// BackupAlertSource is the backup's 1:1 monitor for the owner alerts (kind
+// outbox.AlertBackupLag); nil without `backup` or before Start.
+func (a *App) BackupAlertSource() outbox.AlertSource {
+	if m := a.backups.monitor.Load(); m != nil {
+		return m
+	}
+	return nil
 }
