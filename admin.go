@@ -12,6 +12,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/backup"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
@@ -71,6 +72,9 @@ func (b adminBackend) Wake(ctx context.Context)          { b.a.worker.Broadcast(
 func (b adminBackend) Health(ctx context.Context) Health { return b.a.health(ctx) }
 func (b adminBackend) ReplaySpool(ctx context.Context) (spool.Report, error) {
 	return b.a.ReplaySpool(ctx)
+}
+func (b adminBackend) RestoreBackup(ctx context.Context, w backup.Window, opt backup.RestoreOptions) (backup.RestoreReport, error) {
+	return b.a.RestoreBackup(ctx, w, opt) // app_backup.go
 }
 
 // Health is the body of GET /form_outbox/health (internal/adminapi/views.go).

@@ -1,6 +1,7 @@
 package formoutbox
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -118,4 +119,18 @@ func (a *App) BackupAlertSource() outbox.AlertSource {
 		return m
 	}
 	return nil
+}
+
+// RestoreBackup restores a window from this App's bucket into its store (the admin
+// route POST /form_outbox/backup/restore) and wakes the workers for what it stored.
+func (a *App) RestoreBackup(ctx context.Context, w backup.Window, opt backup.RestoreOptions) (backup.RestoreReport, error) {
+	b := a.backups.bucket
+	if b == nil {
+		return backup.RestoreReport{}, adminapi.ErrBackupOff
+	}
+	rep, err := backup.Restore(ctx, b, b.Prefix, a.store, w, opt)
+	if rep.Stored > 0 && !opt.DryRun {
+		a.worker.Broadcast(context.WithoutCancel(ctx))
+	}
+	return rep, err
 }

@@ -205,3 +205,34 @@ func TestBackupBucketDownPostsAnsweredShippedAfter(t *testing.T) {
 		t.Fatalf("health after the bucket came back: %+v", h)
 	}
 }
+
+// Without --storage, restore asks the running Caddy, which restores from its own bucket
+// into its own database (POST /form_outbox/backup/restore).
+func TestBackupRestoreThroughAdminAPI(t *testing.T) {
+	t.Parallel()
+	s3 := s3test.Start(t, "forms")
+	hook := newReceiver(t)
+	c := startBackupCaddy(t, s3, hook)
+	ids := postAccepted(t, c, "admin", 4)
+	if err := waitFor(10*time.Second, func() bool { return backedUp(t, s3) == len(ids) }); err != nil {
+		t.Fatalf("backed up %d of %d", backedUp(t, s3), len(ids))
+	}
+	removeRows(t, c, ids[:1])
+	dry := c.cli(t, true, "restore", "--since", "1h", "--dry-run")
+	if !strings.Contains(dry, "would store "+ids[0]) || !strings.Contains(dry, "would store: 1 ") {
+		t.Fatalf("dry run:\n%s", dry)
+	}
+	out := c.cli(t, true, "restore", "--since", "1h", "--form", "contact")
+	if !strings.Contains(out, "stored "+ids[0]) || !strings.Contains(out, "stored: 1 ") || !strings.Contains(out, "already stored: 3 ") {
+		t.Fatalf("restore:\n%s", out)
+	}
+	if got := sqliteIDs(t, c); len(got) != len(ids) || !got[ids[0]] {
+		t.Fatalf("after restore: %d stored", len(got))
+	}
+	if again := c.cli(t, true, "restore", "--since", "1h"); !strings.Contains(again, "stored: 0 ") {
+		t.Fatalf("second restore:\n%s", again)
+	}
+	if bad := c.cli(t, false, "restore"); !strings.Contains(bad, "--since") {
+		t.Fatalf("restore without --since:\n%s", bad)
+	}
+}

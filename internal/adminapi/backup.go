@@ -1,7 +1,13 @@
 package adminapi
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/backup"
 )
@@ -51,3 +57,56 @@ func BackupHealthOf(url string, s *backup.Shipper) *BackupHealth {
 // ParseWhen reads a time as the list filters do (RFC 3339, a date, or a duration ago):
 // `caddy form-outbox restore --since/--until` takes the same forms.
 func ParseWhen(s string, now time.Time) (time.Time, error) { return parseWhen(s, now) }
+
+// BackupRestorer is the part of a Backend that restores from the off-host backups; a
+// Backend without it (or whose App has no `backup`) answers 409 ErrBackupOff.
+type BackupRestorer interface {
+	RestoreBackup(ctx context.Context, w backup.Window, opt backup.RestoreOptions) (backup.RestoreReport, error)
+}
+
+// ErrBackupOff is what a restore answers when the App has no `backup` option.
+var ErrBackupOff = errors.New("backup is off: configure the backup option, or run form-outbox restore with --from and --storage")
+
+// adminRestoreTimeout bounds one restore through the admin API; a larger window is for
+// the offline command, which has no timeout.
+const adminRestoreTimeout = 10 * time.Minute
+
+// serveBackupRestore: POST backup/restore?since=T[&until=T][&form=F][&dry_run=1] restores
+// the window from the running App's bucket into its store and answers the report.
+func serveBackupRestore(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
+	rb, ok := b.(BackupRestorer)
+	if !ok {
+		return apiError(http.StatusConflict, ErrBackupOff)
+	}
+	q := r.URL.Query()
+	if err := onlyParams(q, "since", "until", "form", "dry_run"); err != nil {
+		return err
+	}
+	now := time.Now()
+	win := backup.Window{Form: q.Get("form"), Until: now}
+	var err error
+	if q.Get("since") == "" {
+		return apiError(http.StatusBadRequest, errors.New("since is required"))
+	}
+	if win.Since, err = parseWhen(q.Get("since"), now); err != nil {
+		return apiError(http.StatusBadRequest, err)
+	}
+	if u := q.Get("until"); u != "" {
+		if win.Until, err = parseWhen(u, now); err != nil {
+			return apiError(http.StatusBadRequest, err)
+		}
+	}
+	dry := q.Get("dry_run") == "1" || q.Get("dry_run") == "true"
+	ctx, cancel := context.WithTimeout(r.Context(), adminRestoreTimeout)
+	defer cancel()
+	rep, err := rb.RestoreBackup(ctx, win, backup.RestoreOptions{DryRun: dry})
+	switch {
+	case errors.Is(err, ErrBackupOff):
+		return apiError(http.StatusConflict, err)
+	case err != nil && !errors.Is(err, backup.ErrCorrupt):
+		// Ids and keys only: the report counts what was done before the error.
+		return apiError(http.StatusServiceUnavailable, err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(rep)
+}

@@ -91,6 +91,7 @@ func NewServer(running func() Backend) *Server {
 	s.handle("POST suppressions", serveAddSuppression)
 	s.handle("DELETE suppressions", serveRemoveSuppression)
 	s.handle("POST spool/replay", serveSpoolReplay)
+	s.handle("POST backup/restore", serveBackupRestore) // backup.go
 	return s
 }
 

@@ -2,8 +2,10 @@ package command
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +19,14 @@ import (
 
 func restoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "restore --from s3://BUCKET/PREFIX --since T --until T --storage sqlite PATH | --storage postgres DSN",
+		Use:   "restore --since T [--until T] [--form F] [--dry-run] [--from s3://BUCKET/PREFIX --storage sqlite PATH | --storage postgres DSN]",
 		Short: "Stores the backed-up submissions of a time window that the database lacks",
 		Long: `
-Reads the off-host backups (the form_outbox 'backup' option) of submissions created in
+Without --storage, asks the running Caddy to restore from its own bucket (the
+form_outbox 'backup' option) into its database, through the admin API.
+
+With --from and --storage, works without a running Caddy (a new host, before or after
+Caddy starts): reads the off-host backups (the form_outbox 'backup' option) of submissions created in
 [--since, --until), checks each object's SHA-256, and stores into the database every
 submission it lacks, with the deliveries planned for it at intake; the worker then sends
 the pending ones. A submission already stored (same id, or an idempotency key bound to
@@ -32,10 +38,10 @@ The bucket's credentials come from the AWS SDK's default chain: AWS_ACCESS_KEY_I
 AWS_SECRET_ACCESS_KEY, AWS_PROFILE and the shared files, or an instance role.
 See docs/operations.md, "Off-host backups", for what a restore can send twice.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return fmt.Errorf("restore needs --storage sqlite PATH or --storage postgres DSN")
+			if cmd.Flags().Changed("storage") {
+				return nil // runRestore explains what --storage needs
 			}
-			return nil
+			return cobra.NoArgs(cmd, args)
 		},
 		RunE: run(runRestore),
 	}
@@ -49,6 +55,7 @@ See docs/operations.md, "Off-host backups", for what a restore can send twice.`,
 	f.String("until", "", "only submissions created before T (same forms as --since; default now)")
 	f.String("form", "", filterHelp["form"])
 	f.Bool("dry-run", false, "Print what would be stored; write nothing")
+	addJSONFlag(cmd)
 	return cmd
 }
 
@@ -56,11 +63,19 @@ func runRestore(e *env, args []string) error {
 	f := e.cmd.Flags()
 	get := func(n string) string { v, _ := f.GetString(n); return v }
 	from, driver := get("from"), get("storage")
-	if from == "" || get("since") == "" {
-		return fmt.Errorf("restore needs --from s3://BUCKET/PREFIX and --since T")
+	dry, _ := f.GetBool("dry-run")
+	if get("since") == "" {
+		return fmt.Errorf("restore needs --since T")
 	}
-	if driver != sqlitestore.Name && driver != pgstore.Name {
-		return fmt.Errorf("restore needs --storage sqlite PATH or --storage postgres DSN")
+	if driver == "" && from == "" {
+		q := query(e.cmd, "since", "until", "form")
+		if dry {
+			q.Set("dry_run", "1")
+		}
+		return call(e, http.MethodPost, "backup/restore", q, printRestore)
+	}
+	if from == "" || len(args) != 1 || (driver != sqlitestore.Name && driver != pgstore.Name) {
+		return fmt.Errorf("restore without a running Caddy needs --from s3://BUCKET/PREFIX and --storage sqlite PATH or --storage postgres DSN")
 	}
 	now := time.Now()
 	w := backup.Window{Form: get("form"), Until: now}
@@ -74,7 +89,6 @@ func runRestore(e *env, args []string) error {
 		}
 	}
 	pathStyle, _ := f.GetBool("path-style")
-	dry, _ := f.GetBool("dry-run")
 	ctx := e.cmd.Context()
 	bucket, err := backup.NewS3(ctx, backup.Config{URL: from, Endpoint: get("endpoint"), Region: get("region"), PathStyle: pathStyle})
 	if err != nil {
@@ -86,7 +100,13 @@ func runRestore(e *env, args []string) error {
 	}
 	defer store.Close()
 	rep, err := backup.Restore(ctx, bucket, bucket.Prefix, store, w, backup.RestoreOptions{DryRun: dry})
-	printRestore(e.out, rep, dry)
+	if e.asJSON {
+		if jerr := json.NewEncoder(e.out).Encode(rep); jerr != nil {
+			return jerr
+		}
+	} else {
+		printRestore(e.out, rep)
+	}
 	return err
 }
 
@@ -100,9 +120,9 @@ func openStore(ctx context.Context, driver, target string) (outbox.Store, error)
 
 // printRestore prints one line per submission stored (or, dry, to store) and a summary.
 // Ids, forms and times only: the records' fields are visitor data.
-func printRestore(out io.Writer, rep backup.RestoreReport, dry bool) {
+func printRestore(out io.Writer, rep backup.RestoreReport) {
 	verb := "stored"
-	if dry {
+	if rep.DryRun {
 		verb = "would store"
 	}
 	for _, r := range rep.Restored {

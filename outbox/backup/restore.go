@@ -25,22 +25,23 @@ func (w Window) has(sub *outbox.Submission) bool {
 
 // RestoreReport is what one restore found and did.
 type RestoreReport struct {
-	Objects  int // objects read in the window's listing
-	Records  int // distinct records in the window (and form)
-	Stored   int // written to the store now (with DryRun: would be)
-	Present  int // already in the store: same id, or a key bound to the same content
-	Corrupt  int // objects that failed their checksum or did not decode: nothing read from them
-	Erased   int // erased in this database (an erasure request): never restored
-	Restored []Restored
+	DryRun   bool       `json:"dry_run"`
+	Objects  int        `json:"objects"`  // objects read in the window's listing
+	Records  int        `json:"records"`  // distinct records in the window (and form)
+	Stored   int        `json:"stored"`   // written to the store now (with DryRun: would be)
+	Present  int        `json:"present"`  // already in the store: same id, or a key bound to the same content
+	Corrupt  int        `json:"corrupt"`  // objects that failed their checksum or did not decode: nothing read from them
+	Erased   int        `json:"erased"`   // erased in this database (an erasure request): never restored
+	Restored []Restored `json:"restored"` // ids, forms and times only: no visitor data
 }
 
 // Restored is one record a restore stored, or with DryRun would store.
 type Restored struct {
-	ID        uuid.UUID
-	Form      string
-	CreatedAt time.Time
+	ID        uuid.UUID `json:"id"`
+	Form      string    `json:"form"`
+	CreatedAt time.Time `json:"created_at"`
 	// Deliveries planned again with it (pending ones are sent by the worker).
-	Deliveries int
+	Deliveries int `json:"deliveries"`
 }
 
 // RestoreOptions tune Restore.
@@ -59,7 +60,7 @@ var ErrCorrupt = errors.New("backup: some objects failed their checksum and were
 // planned them; the worker sends the pending ones (docs/operations.md, "Off-host
 // backups", says which can be sent twice).
 func Restore(ctx context.Context, b Bucket, prefix string, store outbox.Store, w Window, opt RestoreOptions) (RestoreReport, error) {
-	var rep RestoreReport
+	rep := RestoreReport{DryRun: opt.DryRun}
 	if !w.Until.After(w.Since) {
 		return rep, fmt.Errorf("backup: restore window: until (%s) must be after since (%s)", w.Until.Format(time.RFC3339), w.Since.Format(time.RFC3339))
 	}
