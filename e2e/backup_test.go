@@ -194,6 +194,12 @@ func TestBackupBucketDownPostsAnsweredShippedAfter(t *testing.T) {
 	if h.Status != "ok" {
 		t.Fatalf("health status %q with the bucket down; want ok (intake is unaffected)", h.Status)
 	}
+	if lag := c.metric(t, "form_outbox_backup_lag_records"); lag != n {
+		t.Fatalf("form_outbox_backup_lag_records = %v with the bucket down, want %d", lag, n)
+	}
+	if c.metric(t, "form_outbox_backup_lag_seconds") <= 0 {
+		t.Fatal("form_outbox_backup_lag_seconds is 0 with records waiting")
+	}
 	s3.Up(t)
 	if err := waitFor(15*time.Second, func() bool { return backedUp(t, s3) == n }); err != nil {
 		t.Fatalf("backed up %d of %d after the bucket came back\n%s", backedUp(t, s3), n, c.Log())
@@ -203,6 +209,13 @@ func TestBackupBucketDownPostsAnsweredShippedAfter(t *testing.T) {
 		return h.Backup.State == "ok" && h.Backup.LagRecords == 0
 	}); err != nil {
 		t.Fatalf("health after the bucket came back: %+v", h)
+	}
+	// 1:1: stored and backed up per form agree.
+	c.waitMetric(t, n, "form_outbox_backup_records_total", "form", "contact")
+	c.waitMetric(t, n, "form_outbox_submissions_total", "form", "contact")
+	c.waitMetric(t, 0, "form_outbox_backup_lag_records")
+	if objs := c.metric(t, "form_outbox_backup_objects_total"); objs < 1 {
+		t.Fatalf("form_outbox_backup_objects_total = %v", objs)
 	}
 }
 

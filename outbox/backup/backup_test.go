@@ -106,8 +106,8 @@ func TestShipperPutsPostedRecordInBucket(t *testing.T) {
 	if len(ks) != 1 || ks[0] != want {
 		t.Fatalf("bucket keys = %v; want [%s]", ks, want)
 	}
-	if st := r.shipper.Stats(); st.Objects != 1 || st.Records != 1 {
-		t.Fatalf("stats = %+v; want 1 object, 1 record", st)
+	if st := r.shipper.Stats(); st.Objects != 1 || st.Records != 1 || st.ByForm["contact"] != 1 {
+		t.Fatalf("stats = %+v; want 1 object, 1 record of form contact", st)
 	}
 	if st := r.spool.Stats(); st.Segments != 0 {
 		t.Fatalf("spool after ship and replay = %+v; want the journal released", st)

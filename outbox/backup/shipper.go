@@ -50,9 +50,12 @@ type Shipper struct {
 
 // Stats is what the shipper did since it started, for metrics and health.
 type Stats struct {
-	Objects     int64     // objects confirmed in the bucket
-	Records     int64     // records in them
-	Dropped     int64     // records released unshipped at the MaxLocal bound
+	Objects int64 // objects confirmed in the bucket
+	Records int64 // records in them
+	Dropped int64 // records released unshipped at the MaxLocal bound
+	// ByForm counts Records per form: with form_outbox_submissions_total it is the 1:1
+	// comparison of stored and backed up per form (docs/operations.md).
+	ByForm      map[string]int64
 	LastShipped time.Time // last confirmed object
 	LastError   string    // the last pass's failure; empty after a good pass
 	LastErrorAt time.Time
@@ -133,7 +136,12 @@ func (s *Shipper) Stop() error {
 func (s *Shipper) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.ByForm = make(map[string]int64, len(s.stats.ByForm))
+	for f, n := range s.stats.ByForm {
+		st.ByForm[f] = n
+	}
+	return st
 }
 
 // Lag reads the spool's unshipped part.
@@ -172,28 +180,34 @@ func (s *Shipper) pass(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := s.ship(ctx, seg.Seq)
+		forms, err := s.ship(ctx, seg.Seq)
 		if err != nil {
 			return err
 		}
 		if err := s.Spool.MarkShipped(seg.Seq); err != nil {
 			return err
 		}
-		if n > 0 {
+		if len(forms) > 0 {
 			s.stats.Objects++
-			s.stats.Records += int64(n)
+			s.stats.Records += int64(len(forms))
 			s.stats.LastShipped = s.Now()
+			if s.stats.ByForm == nil {
+				s.stats.ByForm = map[string]int64{}
+			}
+			for _, f := range forms {
+				s.stats.ByForm[f]++
+			}
 		}
 	}
 	return nil
 }
 
-// ship writes one segment's object and confirms it with HEAD; it returns the records in
-// it (0 for a segment of damaged bytes only: nothing to ship).
-func (s *Shipper) ship(ctx context.Context, seq uint64) (int, error) {
+// ship writes one segment's object and confirms it with HEAD; it returns the form of
+// each record in it (none for a segment of damaged bytes only: nothing to ship).
+func (s *Shipper) ship(ctx context.Context, seq uint64) ([]string, error) {
 	entries, err := s.Spool.ReadSegment(seq)
 	if err != nil || len(entries) == 0 {
-		return 0, err
+		return nil, err
 	}
 	oldest := entries[0].Submission.CreatedAt
 	for _, e := range entries {
@@ -203,23 +217,27 @@ func (s *Shipper) ship(ctx context.Context, seq uint64) (int, error) {
 	}
 	body, err := encodeObject(entries, func(f outbox.File) string { return s.Spool.FilePath(f.ID) })
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	key := ObjectKey(s.Prefix, oldest, s.Instance, entries[0].Submission.ID)
 	want := sum(body)
 	pctx, cancel := context.WithTimeout(ctx, putTimeout)
 	defer cancel()
 	if err := s.Bucket.Put(pctx, key, body, want); err != nil {
-		return 0, err
+		return nil, err
 	}
 	got, size, err := s.Bucket.Head(pctx, key)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if got != want || size != int64(len(body)) {
-		return 0, fmt.Errorf("backup: %s: %w (bucket has %d bytes, sha256 %q)", key, errMismatch, size, got)
+		return nil, fmt.Errorf("backup: %s: %w (bucket has %d bytes, sha256 %q)", key, errMismatch, size, got)
 	}
-	return len(entries), nil
+	forms := make([]string, len(entries))
+	for i, e := range entries {
+		forms[i] = e.Submission.Form
+	}
+	return forms, nil
 }
 
 // bound releases the oldest segments already in the store while the kept bytes exceed
