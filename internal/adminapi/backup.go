@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,4 +111,23 @@ func serveBackupRestore(b Backend, w http.ResponseWriter, r *http.Request, _ uui
 	}
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(rep)
+}
+
+// Line is the backup in one sentence for the inbox overview: its state and what is not
+// in the bucket yet. Counts only.
+func (h *BackupHealth) Line() string {
+	waiting := "every submission is in the bucket"
+	if h.LagRecords > 0 {
+		waiting = fmt.Sprintf("%d submissions not in the bucket yet, the oldest for %s",
+			h.LagRecords, (time.Duration(h.LagSeconds) * time.Second).String())
+	}
+	switch h.State {
+	case "failing":
+		return "backup failing: " + waiting
+	case "near_bound":
+		return "backup near max_local: " + waiting
+	case "ok":
+		return "backup: " + waiting
+	}
+	return "backup " + strings.ReplaceAll(h.State, "_", " ")
 }

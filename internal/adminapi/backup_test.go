@@ -14,3 +14,20 @@ func TestBackupRestoreRouteWithoutBackup(t *testing.T) {
 		t.Errorf("GET restore = %+v, want 405", re)
 	}
 }
+
+func TestBackupLineSaysStateAndLag(t *testing.T) {
+	cases := []struct {
+		h    BackupHealth
+		want string
+	}{
+		{BackupHealth{State: "ok"}, "backup: every submission is in the bucket"},
+		{BackupHealth{State: "failing", LagRecords: 20, LagSeconds: 180.4}, "backup failing: 20 submissions not in the bucket yet, the oldest for 3m0s"},
+		{BackupHealth{State: "near_bound", LagRecords: 2, LagSeconds: 5}, "backup near max_local: 2 submissions not in the bucket yet, the oldest for 5s"},
+		{BackupHealth{State: "not_started"}, "backup not started"},
+	}
+	for _, c := range cases {
+		if got := c.h.Line(); got != c.want {
+			t.Errorf("Line(%+v) = %q, want %q", c.h, got, c.want)
+		}
+	}
+}
