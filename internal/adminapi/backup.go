@@ -73,7 +73,8 @@ var ErrBackupOff = errors.New("backup is off: configure the backup option, or ru
 // the offline command, which has no timeout.
 const adminRestoreTimeout = 10 * time.Minute
 
-// serveBackupRestore: POST backup/restore?since=T[&until=T][&form=F][&dry_run=1] restores
+// serveBackupRestore: POST backup/restore?since=T[&until=T][&form=F][&dry_run=1]
+// [&skip_deliveries=1] restores
 // the window from the running App's bucket into its store and answers the report.
 func serveBackupRestore(b Backend, w http.ResponseWriter, r *http.Request, _ uuid.UUID) error {
 	rb, ok := b.(BackupRestorer)
@@ -81,7 +82,7 @@ func serveBackupRestore(b Backend, w http.ResponseWriter, r *http.Request, _ uui
 		return apiError(http.StatusConflict, ErrBackupOff)
 	}
 	q := r.URL.Query()
-	if err := onlyParams(q, "since", "until", "form", "dry_run"); err != nil {
+	if err := onlyParams(q, "since", "until", "form", "dry_run", "skip_deliveries"); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -98,10 +99,11 @@ func serveBackupRestore(b Backend, w http.ResponseWriter, r *http.Request, _ uui
 			return apiError(http.StatusBadRequest, err)
 		}
 	}
-	dry := q.Get("dry_run") == "1" || q.Get("dry_run") == "true"
+	yes := func(k string) bool { return q.Get(k) == "1" || q.Get(k) == "true" }
+	dry := yes("dry_run")
 	ctx, cancel := context.WithTimeout(r.Context(), adminRestoreTimeout)
 	defer cancel()
-	rep, err := rb.RestoreBackup(ctx, win, backup.RestoreOptions{DryRun: dry})
+	rep, err := rb.RestoreBackup(ctx, win, backup.RestoreOptions{DryRun: dry, SkipDeliveries: yes("skip_deliveries")})
 	switch {
 	case errors.Is(err, ErrBackupOff):
 		return apiError(http.StatusConflict, err)

@@ -55,6 +55,7 @@ See docs/operations.md, "Off-host backups", for what a restore can send twice.`,
 	f.String("until", "", "only submissions created before T (same forms as --since; default now)")
 	f.String("form", "", filterHelp["form"])
 	f.Bool("dry-run", false, "Print what would be stored; write nothing")
+	f.Bool("skip-deliveries", false, "Store the submissions with every delivery skipped: nothing is sent again (nor what was never sent)")
 	addJSONFlag(cmd)
 	return cmd
 }
@@ -64,6 +65,7 @@ func runRestore(e *env, args []string) error {
 	get := func(n string) string { v, _ := f.GetString(n); return v }
 	from, driver := get("from"), get("storage")
 	dry, _ := f.GetBool("dry-run")
+	skip, _ := f.GetBool("skip-deliveries")
 	if get("since") == "" {
 		return fmt.Errorf("restore needs --since T")
 	}
@@ -71,6 +73,9 @@ func runRestore(e *env, args []string) error {
 		q := query(e.cmd, "since", "until", "form")
 		if dry {
 			q.Set("dry_run", "1")
+		}
+		if skip {
+			q.Set("skip_deliveries", "1")
 		}
 		return call(e, http.MethodPost, "backup/restore", q, printRestore)
 	}
@@ -99,7 +104,7 @@ func runRestore(e *env, args []string) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	defer store.Close()
-	rep, err := backup.Restore(ctx, bucket, bucket.Prefix, store, w, backup.RestoreOptions{DryRun: dry})
+	rep, err := backup.Restore(ctx, bucket, bucket.Prefix, store, w, backup.RestoreOptions{DryRun: dry, SkipDeliveries: skip})
 	if e.asJSON {
 		if jerr := json.NewEncoder(e.out).Encode(rep); jerr != nil {
 			return jerr

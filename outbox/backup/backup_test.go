@@ -354,3 +354,25 @@ func TestRestoreSkipsErasedSubmission(t *testing.T) {
 		t.Fatalf("erased submission restored: %v", err)
 	}
 }
+
+// With SkipDeliveries the restored submissions come back with nothing to send.
+func TestRestoreSkipDeliveriesPlansNothing(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, storetest.OpenSQLite(t))
+	sub := r.post(t, "contact")
+	if err := r.shipper.ShipNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	empty := storetest.OpenSQLite(t)
+	rep, err := backup.Restore(ctx, r.bucket, prefix, empty, window(), backup.RestoreOptions{SkipDeliveries: true})
+	if err != nil || rep.Stored != 1 {
+		t.Fatalf("restore = %+v, %v", rep, err)
+	}
+	ds, err := empty.ListDeliveries(ctx, sub.ID)
+	if err != nil || len(ds) != 1 || ds[0].Status != outbox.DeliverySkipped {
+		t.Fatalf("deliveries = %+v, %v; want one skipped", ds, err)
+	}
+	if st, err := empty.Stats(ctx, time.Now()); err != nil || st.Backlog != 0 {
+		t.Fatalf("backlog = %+v, %v; want nothing to send", st, err)
+	}
+}

@@ -48,6 +48,9 @@ type Restored struct {
 type RestoreOptions struct {
 	// DryRun writes nothing; a record counts as present when its submission id is stored.
 	DryRun bool
+	// SkipDeliveries stores the restored submissions with every delivery skipped: nothing
+	// is sent again, at the price of never sending what was not sent before the loss.
+	SkipDeliveries bool
 }
 
 // ErrCorrupt is returned (with the report) when some object failed its checksum.
@@ -111,7 +114,11 @@ func Restore(ctx context.Context, b Bucket, prefix string, store outbox.Store, w
 				rep.Erased++
 				continue
 			}
-			stored, err := restoreOne(ctx, store, &sub, e.Deliveries, opt.DryRun)
+			ds := e.Deliveries
+			if opt.SkipDeliveries {
+				ds = skipped(ds)
+			}
+			stored, err := restoreOne(ctx, store, &sub, ds, opt.DryRun)
 			if err != nil {
 				return rep, err
 			}
@@ -163,4 +170,14 @@ func erasedIDs(ctx context.Context, store outbox.Store) (map[uuid.UUID]bool, err
 		}
 	}
 	return out, nil
+}
+
+// skipped is ds with every delivery skipped (RestoreOptions.SkipDeliveries).
+func skipped(ds []outbox.Delivery) []outbox.Delivery {
+	out := make([]outbox.Delivery, len(ds))
+	for i, d := range ds {
+		d.Status = outbox.DeliverySkipped
+		out[i] = d
+	}
+	return out
 }
