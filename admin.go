@@ -12,6 +12,7 @@ import (
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/backup"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 )
 
@@ -76,6 +77,9 @@ func (b adminBackend) Ledger(ctx context.Context, forms []string, days int) (out
 func (b adminBackend) ReplaySpool(ctx context.Context) (spool.Report, error) {
 	return b.a.ReplaySpool(ctx)
 }
+func (b adminBackend) RestoreBackup(ctx context.Context, w backup.Window, opt backup.RestoreOptions) (backup.RestoreReport, error) {
+	return b.a.RestoreBackup(ctx, w, opt) // app_backup.go
+}
 
 // Health is the body of GET /form_outbox/health (internal/adminapi/views.go).
 type Health = adminapi.Health
@@ -94,6 +98,7 @@ func (a *App) health(ctx context.Context) Health {
 		PollInterval:   a.pollInterval(),
 		Spool:          a.spoolHealth,
 		Stats:          a.metrics,
+		Backup:         a.backupHealth(),
 	})
 }
 

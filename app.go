@@ -60,6 +60,7 @@ type App struct {
 	digests  digestState // digest routes and their closer (app_digest.go)
 	alerts   alertState  // owner alerts: targets, sources, evaluator (app_alerts.go)
 	ledger   ledgerState // the lead ledger's counts and checks (app_ledger.go)
+	backups  backupState // off-host backup (app_backup.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -149,12 +150,18 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionAlerts(); err != nil {
 		return err
 	}
+	if err := a.provisionBackup(); err != nil {
+		return err
+	}
 	a.acceptor = &outbox.Acceptor{
 		Store:      store,
 		WriteAhead: a.spoolMode == caddyconf.SpoolAlways,
 		Waker:      a.worker,
 		OnStored:   a.observer().Stored,
 		Logger:     a.logger,
+	}
+	if a.Backup != nil {
+		a.acceptor.OnNotJournaled = a.notJournaled // app_backup.go
 	}
 	if sc.Driver == storage.DriverSQLite {
 		// One writer connection: a second shared transaction would only queue behind the
@@ -207,6 +214,7 @@ func (a *App) Start() error {
 	if err := a.startSpool(); err != nil {
 		return fmt.Errorf("form_outbox: %w", err)
 	}
+	a.startBackup()
 	if a.WorkerOff() {
 		// The worker is still built (never started): its Broadcast wakes other
 		// instances' workers after each accepted submission.
@@ -229,6 +237,7 @@ func (a *App) Stop() error {
 		a.stopAlerts()
 		a.stopDigests()
 		a.stopOps()
+		a.stopBackup()
 		a.stopSpool()
 		if a.worker != nil {
 			a.stopErr = a.worker.Stop(context.Background())

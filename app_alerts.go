@@ -42,6 +42,7 @@ func (a *App) alertSources() []outbox.AlertSource {
 		a.LedgerAlertSource(),
 		alert.Unrouted(a.store, 0),      // 0: alert.DefaultEventAlertWindow
 		alert.TemplateEmpty(a.store, 0), // intake/templateempty.go writes its events
+		outbox.AlertSourceFunc{SourceName: "backup", Func: a.backupConditions},
 		outbox.ParkedAlerts(a.store),
 	}
 }
@@ -242,4 +243,13 @@ func (a *App) instanceName() string {
 		return host + ":" + a.spoolDir
 	}
 	return host
+}
+
+// backupConditions are the backup monitor's conditions (app_backup.go), none without
+// `backup`: the monitor exists only once the shipper started.
+func (a *App) backupConditions(ctx context.Context, now time.Time) ([]outbox.AlertCondition, error) {
+	if src := a.BackupAlertSource(); src != nil {
+		return src.Conditions(ctx, now)
+	}
+	return nil, nil
 }

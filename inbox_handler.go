@@ -60,6 +60,9 @@ func (h *InboxHandler) Provision(ctx caddy.Context) error {
 			if hl.Spool != nil {
 				out.SpoolOn, out.SpoolDepth = hl.Spool.Enabled, hl.Spool.Depth
 			}
+			if hl.Backup != nil {
+				out.Backup = hl.Backup.Line() // internal/adminapi/backup.go
+			}
 			return out
 		},
 		Ledger: app.Ledger,

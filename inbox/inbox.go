@@ -28,6 +28,9 @@ type Health struct {
 	// wait in it for the store.
 	SpoolOn    bool
 	SpoolDepth int64
+	// Backup is one line on the off-host backup ("" without one), e.g. "backup failing:
+	// 20 submissions not in the bucket, the oldest for 3m0s".
+	Backup string
 }
 
 // Config is an inbox.

@@ -443,3 +443,15 @@ func TestAttemptShowsTheBodyItSent(t *testing.T) {
 		t.Fatalf("status %d, page lacks %q", w.Code, want)
 	}
 }
+
+// The overview says how far the off-host backup is behind.
+func TestOverviewShowsBackupLine(t *testing.T) {
+	f := newFixture(t)
+	f.h.cfg.Health = func(context.Context) Health {
+		return Health{SpoolOn: true, Backup: "backup failing: 20 submissions not in the bucket yet, the oldest for 3m0s"}
+	}
+	w := f.do(http.MethodGet, "/inbox/", nil, nil)
+	if body := w.Body.String(); w.Code != 200 || !strings.Contains(body, "backup failing: 20 submissions not in the bucket yet, the oldest for 3m0s") {
+		t.Fatalf("overview %d:\n%s", w.Code, body)
+	}
+}

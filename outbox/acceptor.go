@@ -66,7 +66,11 @@ type Acceptor struct {
 	// OnStored, when set, is called after each store commit (metrics, events); not for a
 	// spooled submission, which is announced when it is replayed.
 	OnStored func(*Submission, AcceptResult)
-	Logger   *zap.Logger
+	// OnNotJournaled, when set, is called for a submission stored although WriteAhead's
+	// append failed: the journal, and so an off-host backup, never saw it
+	// (outbox/backup/monitor.go).
+	OnNotJournaled func(*Submission)
+	Logger         *zap.Logger
 	// Now is the clock intake planned the deliveries' due times by (intake/serve.go:
 	// time.Now, the default). On a store with a clock of its own (a DatabaseClock:
 	// PostgreSQL) each due time is moved onto the database's clock before it is written,
@@ -135,6 +139,9 @@ func (a *Acceptor) Accept(ctx context.Context, sub *Submission, deliveries []Del
 	}
 	stored, err := a.store(ctx, sub, deliveries)
 	if err == nil {
+		if sp != nil && a.WriteAhead && !spooled && a.OnNotJournaled != nil {
+			a.OnNotJournaled(sub)
+		}
 		if sp != nil && !spooled && sp.Waiting() > 0 {
 			// The store answers again: drain what waited for it.
 			sp.Wake()

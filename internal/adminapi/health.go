@@ -42,6 +42,8 @@ type HealthProbe struct {
 	Spool func() SpoolHealth
 	// Stats, when set, keeps the numbers read here for the next /metrics scrape.
 	Stats *LiveStats
+	// Backup, when set, reports the off-host backup (backup.go); nil without one.
+	Backup func() *BackupHealth
 }
 
 // CheckHealth checks storage (ping latency), the worker (alive and passing at least every
@@ -92,6 +94,9 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 	h.Spool = &sh
 	if !sh.Healthy {
 		h.Problems = append(h.Problems, "spool cannot take submissions: "+sh.Error)
+	}
+	if p.Backup != nil {
+		h.Backup = p.Backup()
 	}
 	if len(h.Problems) > 0 {
 		h.Status = "unhealthy"

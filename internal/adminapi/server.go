@@ -102,6 +102,7 @@ func NewServer(running func() Backend) *Server {
 	s.handle("POST destinations/unpark", serveUnparkDestination)
 	s.handle("GET alerts", serveListAlerts)
 	s.handle("GET ledger", serveLedger)
+	s.handle("POST backup/restore", serveBackupRestore) // backup.go
 	return s
 }
 

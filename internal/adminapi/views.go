@@ -96,6 +96,7 @@ type Health struct {
 	Worker   WorkerHealth  `json:"worker"`
 	Outbox   *OutboxHealth `json:"outbox,omitempty"` // absent when storage is unreachable
 	Spool    *SpoolHealth  `json:"spool,omitempty"`
+	Backup   *BackupHealth `json:"backup,omitempty"` // backup.go; absent without `backup`
 }
 
 // StorageHealth is the database's part of the health body.

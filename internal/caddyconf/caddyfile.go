@@ -45,6 +45,7 @@ import (
 //			file DIR
 //		}
 //		spool DIR | off | always [DIR]         # see parseSpool
+//		backup s3://BUCKET/PREFIX { ... }      # see parseBackup (caddyfile_backup.go)
 //		retention DURATION                     # e.g. 365d; see parseRetention
 //		inbox_url URL                          # emails link to the submission in the inbox
 //		files_url URL [TTL]                    # signed file links in webhooks and chat (form_outbox_files)
@@ -70,6 +71,8 @@ func ParseApp(d *caddyfile.Dispenser, a *App) error {
 			a.Email, err = parseEmail(d)
 		case "spool":
 			a.Spool, err = parseSpool(d)
+		case "backup":
+			a.Backup, err = parseBackup(d)
 		case "retention":
 			a.Retention, err = parseRetention(d)
 		case "inbox_url":

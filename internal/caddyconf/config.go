@@ -46,6 +46,9 @@ type App struct {
 	// Spool is the local fallback when the store fails (outbox/spool). Default: on, under
 	// the data dir.
 	Spool *SpoolConfig `json:"spool,omitempty"`
+	// Backup copies the spool's journal to S3-compatible storage (outbox/backup); it
+	// turns the write-ahead spool on.
+	Backup *BackupConfig `json:"backup,omitempty"`
 	// Retention prunes submissions older than this whose deliveries are all finished
 	// (outbox/retention.go). Default 0: keep everything.
 	Retention caddy.Duration `json:"retention,omitempty"`

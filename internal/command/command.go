@@ -43,7 +43,7 @@ pipe keeps the exact bytes.
 var verbs = []func() *cobra.Command{
 	statusCommand, listCommand, showCommand, retryCommand, releaseCommand, deleteCommand,
 	exportCommand, replayCommand, destinationsCommand, parkCommand, unparkCommand,
-	alertsCommand, ledgerCommand, checkCommand,
+	alertsCommand, ledgerCommand, checkCommand, restoreCommand,
 }
 
 // Build fills cmd, the `form-outbox` command Caddy made, with the verbs and the flags

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/formoutbox/caddy-form-outbox/internal/adminapi"
-	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/outbox/pgstore"
 	"github.com/formoutbox/caddy-form-outbox/outbox/spool"
 	"github.com/formoutbox/caddy-form-outbox/outbox/sqlitestore"
@@ -57,13 +56,7 @@ func runReplay(e *env, args []string) error {
 // replayOffline replays the spool folder dir straight into the database (Caddy must not
 // be running on that folder: the spool's lock refuses a second owner).
 func replayOffline(ctx context.Context, dir, driver, target string, out io.Writer) error {
-	var store outbox.Store
-	var err error
-	if driver == sqlitestore.Name {
-		store, err = sqlitestore.Open(ctx, target)
-	} else {
-		store, err = pgstore.Open(ctx, pgstore.Config{DSN: target})
-	}
+	store, err := openStore(ctx, driver, target) // restore.go
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

@@ -186,3 +186,11 @@ func decodeEntry(b []byte) (Entry, error) {
 	}
 	return e, nil
 }
+
+// MarshalEntry is the versioned JSON of one record, as a segment frames it (without
+// file content, which travels beside it). A shipper copies it off the host
+// (outbox/backup) so that a restore decodes it with UnmarshalEntry, exactly as replay does.
+func MarshalEntry(e Entry) ([]byte, error) { return encodeEntry(e) }
+
+// UnmarshalEntry decodes what MarshalEntry wrote; it refuses versions it does not know.
+func UnmarshalEntry(b []byte) (Entry, error) { return decodeEntry(b) }

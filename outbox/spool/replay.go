@@ -66,6 +66,9 @@ func (s *Spool) ReplayTo(ctx context.Context, store outbox.Store, logger *zap.Lo
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
+		if s.isReplayed(seq) {
+			continue // kept for the shipper (hold.go)
+		}
 		b, err := os.ReadFile(s.segPath(seq))
 		if err != nil {
 			return rep, fmt.Errorf("spool replay: read segment %d: %w", seq, err)
@@ -109,10 +112,9 @@ func (s *Spool) ReplayTo(ctx context.Context, store outbox.Store, logger *zap.Lo
 				zap.Uint64("segment", seq), zap.Int("offset", br.Off),
 				zap.Int("bytes", br.End-br.Off), zap.String("why", br.Why), zap.String("kept", name))
 		}
-		if err := s.remove(seq); err != nil {
+		if err := s.replayedSegment(seq, files); err != nil {
 			return rep, err
 		}
-		s.removeFiles(files)
 		rep.Segments++
 	}
 	return rep, nil

@@ -63,12 +63,19 @@ type Spool struct {
 	appendErrN  int // size of the record that failed: what Recheck must be able to write
 
 	keys map[keyRef]*heldKey // idempotency keys the entries bind (keys.go)
+	// holds counts the shippers (Hold, Unhold): while above 0 a replayed segment stays
+	// until a shipper confirms it (hold.go).
+	holds int
 }
 
 // segInfo is what health needs about one segment without reading it again.
 type segInfo struct {
 	entries int
 	oldest  time.Time // creation time of its oldest entry; zero when empty
+	bytes   int64     // size on disk (hold.go bounds what is kept for a shipper)
+	// replayed: every record is in the store; shipped: a shipper confirmed its copy
+	// (hold.go). Without a hold a segment is deleted once replayed.
+	replayed, shipped bool
 }
 
 // Stats is the spool's depth for health checks and metrics.
@@ -80,6 +87,11 @@ type Stats struct {
 	// at AppendErrorAt; empty once an Append succeeds again.
 	AppendError   string
 	AppendErrorAt time.Time
+	// Unshipped, UnshippedBytes and OldestUnshipped describe what a shipper has not yet
+	// confirmed off the host (hold.go); they count every segment when nothing ships.
+	Unshipped       int
+	UnshippedBytes  int64
+	OldestUnshipped time.Time
 }
 
 // Open opens (creating if needed) the spool in dir and counts what earlier processes left
@@ -117,7 +129,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 			return nil, fmt.Errorf("open spool: read %s: %w", s.segPath(seq), err)
 		}
 		recs, _ := parseSegment(b)
-		info := &segInfo{}
+		info := &segInfo{bytes: int64(len(b))}
 		for _, r := range recs {
 			info.add(r.Entry.Submission.CreatedAt)
 			s.holdLocked(&r.Entry, seq, nil)
@@ -181,6 +193,7 @@ func (s *Spool) append(e Entry, reserved *heldKey) (err error) {
 	s.appendErr = nil
 	s.segs[s.actSeq].add(e.Submission.CreatedAt)
 	s.holdLocked(&e, s.actSeq, reserved)
+	s.segs[s.actSeq].bytes = s.actSize
 	return nil
 }
 
@@ -304,6 +317,16 @@ func (s *Spool) Stats() Stats {
 		st.AppendError, st.AppendErrorAt = s.appendErr.Error(), s.appendErrAt
 	}
 	for _, i := range s.segs {
+		if !i.shipped {
+			st.Unshipped += i.entries
+			st.UnshippedBytes += i.bytes
+			if !i.oldest.IsZero() && (st.OldestUnshipped.IsZero() || i.oldest.Before(st.OldestUnshipped)) {
+				st.OldestUnshipped = i.oldest
+			}
+		}
+		if i.replayed {
+			continue // kept for a shipper only: not waiting for the store
+		}
 		st.Entries += i.entries
 		if !i.oldest.IsZero() && (st.Oldest.IsZero() || i.oldest.Before(st.Oldest)) {
 			st.Oldest = i.oldest
