@@ -90,5 +90,5 @@ func (refusingSpool) Append(*outbox.Submission, []outbox.Delivery) (outbox.Accep
 	return outbox.AcceptResult{}, errors.New("no space left on device")
 }
 func (refusingSpool) Holds(*outbox.Submission) bool { return false }
-func (refusingSpool) Waiting() int { return 0 }
-func (refusingSpool) Wake()        {}
+func (refusingSpool) Waiting() int                  { return 0 }
+func (refusingSpool) Wake()                         {}
