@@ -1,0 +1,79 @@
+package intake
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
+)
+
+// CanaryUserAgent is the stored user agent of a canary submission: the inbox and an
+// export tell it from a `_test` post by it.
+const CanaryUserAgent = "form_outbox canary"
+
+// canaryMessage is the one field of a canary of a form that declares no fields.
+const canaryMessage = "A canary: a test submission form_outbox sends to check that this form's notifications arrive. Not a lead."
+
+// PlanCanary returns a canary of the form (docs/design.md, "Canary"): an accepted test
+// submission with the given id, created at now, and a pending delivery on every route
+// whatever its guards, fallback routes included, so each route's destination is
+// checked. A digest route plans none (it is periodic, outbox/digest), and a test
+// submission gets no autoreply (autoreply.go) and is listed by no digest. Its fields
+// are the declared ones with placeholder values (one message without a field spec), so
+// the operator's subjects and templates render as they would for a lead. Provision must
+// have run.
+func (c *Config) PlanCanary(id uuid.UUID, now time.Time) (*outbox.Submission, []outbox.Delivery, error) {
+	sub := &outbox.Submission{ID: id, Form: c.Form, Status: outbox.SubmissionAccepted, Data: c.canaryFields(),
+		Meta: outbox.Meta{UserAgent: CanaryUserAgent}, Test: true, CreatedAt: now}
+	var routes []Route
+	for _, r := range c.Routes {
+		if r.Digest == "" {
+			routes = append(routes, r)
+		}
+	}
+	deliveries, err := c.planRoutes(sub, specials{}, "", routes, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan canary of form %s: %w", c.Form, err)
+	}
+	return sub, deliveries, nil
+}
+
+// CanaryRoutes says whether the form has a route a canary checks (one that is not a
+// digest route).
+func (c *Config) CanaryRoutes() bool {
+	for _, r := range c.Routes {
+		if r.Digest == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// canaryFields are the declared fields (not the file fields: a canary uploads
+// nothing), each with a value its checks would take, or the one message field.
+func (c *Config) canaryFields() outbox.Fields {
+	var out outbox.Fields
+	for _, f := range c.Fields {
+		if f.File {
+			continue
+		}
+		v := "canary"
+		switch {
+		case len(f.OneOf) > 0:
+			v = f.OneOf[0]
+		case f.Email:
+			v = "canary@example.invalid"
+		case f.URL:
+			v = "https://example.invalid/canary"
+		case f.Number:
+			v = "0"
+		}
+		out = append(out, outbox.Field{Name: f.Name, Value: v})
+	}
+	if len(out) == 0 {
+		out = outbox.Fields{{Name: "message", Value: canaryMessage}}
+	}
+	return out
+}
