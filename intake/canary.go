@@ -40,15 +40,16 @@ func (c *Config) PlanCanary(id uuid.UUID, now time.Time) (*outbox.Submission, []
 	return sub, deliveries, nil
 }
 
-// CanaryRoutes says whether the form has a route a canary checks (one that is not a
-// digest route).
-func (c *Config) CanaryRoutes() bool {
+// CanaryRoutes names the routes a canary checks: every route but the digest routes.
+// Provision must have run (it names unnamed routes).
+func (c *Config) CanaryRoutes() []string {
+	var out []string
 	for _, r := range c.Routes {
 		if r.Digest == "" {
-			return true
+			out = append(out, r.Name)
 		}
 	}
-	return false
+	return out
 }
 
 // canaryFields are the declared fields (not the file fields: a canary uploads
