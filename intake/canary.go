@@ -7,7 +7,25 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/canary"
 )
+
+// Canary is a form's `canary` option, or the global default (docs/caddyfile.md,
+// "canary"): how often the form's canary runs (outbox/canary), and how long its routes
+// have to deliver it. Off turns a global default off for one form.
+type Canary struct {
+	Every    Duration `json:"every,omitempty"`
+	Deadline Duration `json:"deadline,omitempty"`
+	Off      bool     `json:"off,omitempty"`
+}
+
+// Check refuses a canary that is neither off nor within outbox/canary's limits.
+func (c *Canary) Check() error {
+	if c == nil || c.Off {
+		return nil
+	}
+	return canary.Check(time.Duration(c.Every), time.Duration(c.Deadline))
+}
 
 // CanaryUserAgent is the stored user agent of a canary submission: the inbox and an
 // export tell it from a `_test` post by it.

@@ -139,3 +139,30 @@ func scrape(t *testing.T, ls *LiveStats) int {
 	}
 	return len(mfs)
 }
+
+// TestCheckHealthShowsCanaryVerdicts: the last verdicts are in the body, a failed one
+// with its error, and the instance stays healthy; a failed read of them is a storage
+// problem.
+func TestCheckHealthShowsCanaryVerdicts(t *testing.T) {
+	st := openStore(t)
+	at := time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)
+	results := []outbox.CanaryResult{
+		{Form: "contact", Route: "crm", Channel: outbox.ChannelWebhook, PeriodStart: at.Add(-5 * time.Second), Error: "dead: 500", At: at},
+		{Form: "contact", Route: "email", Channel: outbox.ChannelEmail, PeriodStart: at.Add(-5 * time.Second), Passed: true, At: at},
+	}
+	probe := HealthProbe{Store: st, Driver: "sqlite", Explain: func(err error) string { return err.Error() },
+		Worker: fakeWorker{running: true, last: time.Now()}, PollInterval: time.Second, Spool: okSpool,
+		Canary: func(context.Context) ([]outbox.CanaryResult, error) { return results, nil }}
+	h := CheckHealth(context.Background(), probe)
+	want := []CanaryHealth{
+		{Form: "contact", Route: "crm", Channel: "webhook", Error: "dead: 500", At: at, PeriodStart: at.Add(-5 * time.Second)},
+		{Form: "contact", Route: "email", Channel: "email", Passed: true, At: at, PeriodStart: at.Add(-5 * time.Second)},
+	}
+	if h.Status != "ok" || !slices.Equal(h.Canary, want) {
+		t.Errorf("health = %q, canary %+v; want ok with %+v", h.Status, h.Canary, want)
+	}
+	probe.Canary = func(context.Context) ([]outbox.CanaryResult, error) { return nil, errors.New("no such table") }
+	if h := CheckHealth(context.Background(), probe); h.Status != "unhealthy" || !slices.Equal(h.Problems, []string{"storage unreachable"}) {
+		t.Errorf("health with the canary read failing = %q %q, want unhealthy: storage unreachable", h.Status, h.Problems)
+	}
+}

@@ -36,6 +36,18 @@ const (
 	maxCheck = 5 * time.Second
 )
 
+// Check refuses a period shorter than MinEvery, and a deadline (0: the default) shorter
+// than MinDeadline or longer than the period.
+func Check(every, deadline time.Duration) error {
+	if every < MinEvery {
+		return fmt.Errorf("canary every %s: the period is at least %s (each canary is a message to every recipient of every route)", every, MinEvery)
+	}
+	if deadline != 0 && (deadline < MinDeadline || deadline > every) {
+		return fmt.Errorf("canary deadline %s: want at least %s and at most the period, %s", deadline, MinDeadline, every)
+	}
+	return nil
+}
+
 // Deadline is the deadline a form's canary gets: the configured one, else
 // DefaultDeadline, and never longer than the period (a run's verdicts are reached
 // before the next run starts).
