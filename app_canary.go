@@ -85,11 +85,19 @@ func (a *App) stopCanaries() {
 }
 
 // CanaryAlertSource reports a canary_failed condition per configured form and route
-// whose last canary failed (canary.AlertSource); the alert evaluator polls it.
+// whose last canary failed (canary.AlertSource); the alert evaluator polls it. It may
+// be taken before the form handlers are provisioned: each poll reads the canaries
+// registered by then.
 func (a *App) CanaryAlertSource() outbox.AlertSource {
-	a.canaries.mu.Lock()
-	defer a.canaries.mu.Unlock()
-	return canary.AlertSource(a.store, a.canaries.forms)
+	return outbox.AlertSourceFunc{SourceName: "canary", Func: func(ctx context.Context, now time.Time) ([]outbox.AlertCondition, error) {
+		a.canaries.mu.Lock()
+		forms := a.canaries.forms
+		a.canaries.mu.Unlock()
+		if len(forms) == 0 {
+			return nil, nil
+		}
+		return canary.AlertSource(a.store, forms).Conditions(ctx, now)
+	}}
 }
 
 // canaryResults are the last verdicts of the configured forms' canary routes, for the
