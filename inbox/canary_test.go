@@ -31,7 +31,7 @@ func TestOverviewShowsEachRoutesLastCanary(t *testing.T) {
 		t.Fatalf("overview: %d\n%s", w.Code, body)
 	}
 	for _, want := range []string{
-		"<h2>Canary</h2>",
+		`<h2 id="canary-title">Canary</h2>`,
 		`<td>crm <small>(webhook)</small></td>`,
 		`<span class="badge dead">failed</span> dead: webhook: 500 &lt;Internal&gt;`,
 		`<td>email <small>(email)</small></td>`,
