@@ -262,8 +262,10 @@ func (s *Scheduler) judge(ctx context.Context, f Form, st *formState, now time.T
 		if r.Passed {
 			s.cfg.Logger.Info("canary passed", zap.String("form", r.Form), zap.String("route", r.Route))
 		} else {
+			// The error may quote a recipient, as a dead delivery's may: the log keeps to
+			// names and ids, the store (status, health, the inbox) has the rest.
 			s.cfg.Logger.Warn("canary failed", zap.String("form", r.Form), zap.String("route", r.Route),
-				zap.String("channel", string(r.Channel)), zap.String("error", r.Error))
+				zap.String("channel", string(r.Channel)), zap.String("id", r.SubmissionID.String()))
 		}
 	}
 	st.judged = open == 0
