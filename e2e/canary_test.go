@@ -132,7 +132,7 @@ func checkCanary(t *testing.T, storage string) {
 	}
 
 	out := p.cli(t, true, "status")
-	for _, want := range []string{"contact/webhook (webhook) passed at ", "contact/webhook-2 (webhook) FAILED: dead: "} {
+	for _, want := range []string{"contact/webhook (webhook) passed at ", "contact/webhook-2 (webhook) FAILED since ", ": dead: temporary (HTTP 500)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not print %q:\n%s", want, out)
 		}

@@ -32,6 +32,10 @@ type CanaryResult struct {
 	// missed), at most MaxCanaryError bytes; "" when it passed.
 	Error string
 	At    time.Time // when the verdict was reached
+	// FailingSince is when the route's canaries began to fail: the At of the first of
+	// the failed verdicts in a row, kept by the store (RecordCanaryResult ignores the
+	// caller's); zero when it passed.
+	FailingSince time.Time
 }
 
 // CanaryStore is the store side of the canary (docs/design.md, "Canary"). A run is

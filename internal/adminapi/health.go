@@ -121,8 +121,13 @@ func canaryHealth(ctx context.Context, read func(context.Context) ([]outbox.Cana
 	}
 	out := make([]CanaryHealth, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, CanaryHealth{Form: r.Form, Route: r.Route, Channel: string(r.Channel), Passed: r.Passed,
-			Error: r.Error, At: r.At.UTC(), PeriodStart: r.PeriodStart.UTC()})
+		c := CanaryHealth{Form: r.Form, Route: r.Route, Channel: string(r.Channel), Passed: r.Passed,
+			Error: r.Error, At: r.At.UTC(), PeriodStart: r.PeriodStart.UTC()}
+		if !r.FailingSince.IsZero() {
+			since := r.FailingSince.UTC()
+			c.FailingSince = &since
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -147,18 +147,21 @@ func TestCheckHealthShowsCanaryVerdicts(t *testing.T) {
 	st := openStore(t)
 	at := time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)
 	results := []outbox.CanaryResult{
-		{Form: "contact", Route: "crm", Channel: outbox.ChannelWebhook, PeriodStart: at.Add(-5 * time.Second), Error: "dead: 500", At: at},
+		{Form: "contact", Route: "crm", Channel: outbox.ChannelWebhook, PeriodStart: at.Add(-5 * time.Second), Error: "dead: 500", At: at,
+			FailingSince: at.Add(-6 * time.Hour)},
 		{Form: "contact", Route: "email", Channel: outbox.ChannelEmail, PeriodStart: at.Add(-5 * time.Second), Passed: true, At: at},
 	}
 	probe := HealthProbe{Store: st, Driver: "sqlite", Explain: func(err error) string { return err.Error() },
 		Worker: fakeWorker{running: true, last: time.Now()}, PollInterval: time.Second, Spool: okSpool,
 		Canary: func(context.Context) ([]outbox.CanaryResult, error) { return results, nil }}
 	h := CheckHealth(context.Background(), probe)
+	since := at.Add(-6 * time.Hour)
 	want := []CanaryHealth{
-		{Form: "contact", Route: "crm", Channel: "webhook", Error: "dead: 500", At: at, PeriodStart: at.Add(-5 * time.Second)},
+		{Form: "contact", Route: "crm", Channel: "webhook", Error: "dead: 500", At: at, PeriodStart: at.Add(-5 * time.Second), FailingSince: &since},
 		{Form: "contact", Route: "email", Channel: "email", Passed: true, At: at, PeriodStart: at.Add(-5 * time.Second)},
 	}
-	if h.Status != "ok" || !slices.Equal(h.Canary, want) {
+	if h.Status != "ok" || len(h.Canary) != 2 || h.Canary[1] != want[1] || h.Canary[0].FailingSince == nil ||
+		!h.Canary[0].FailingSince.Equal(since) || h.Canary[0].Error != want[0].Error || h.Canary[0].Route != "crm" {
 		t.Errorf("health = %q, canary %+v; want ok with %+v", h.Status, h.Canary, want)
 	}
 	probe.Canary = func(context.Context) ([]outbox.CanaryResult, error) { return nil, errors.New("no such table") }

@@ -113,6 +113,9 @@ type CanaryHealth struct {
 	Error       string    `json:"error,omitempty"`
 	At          time.Time `json:"at"`
 	PeriodStart time.Time `json:"period_start"`
+	// FailingSince is when the route's failed canaries in a row began; absent when
+	// the last one passed.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
 }
 
 // StorageHealth is the database's part of the health body.

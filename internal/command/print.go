@@ -63,6 +63,9 @@ func printHealth(out io.Writer, h adminapi.Health) {
 		verdict := "passed"
 		if !c.Passed {
 			verdict = "FAILED: " + oneLine(c.Error)
+			if c.FailingSince != nil {
+				verdict = "FAILED since " + ts(*c.FailingSince) + ": " + oneLine(c.Error)
+			}
 		}
 		fmt.Fprintf(w, "canary\t%s/%s (%s) %s at %s\n", c.Form, c.Route, c.Channel, verdict, ts(c.At))
 	}

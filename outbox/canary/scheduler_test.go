@@ -242,7 +242,8 @@ func TestVerdictsFollowTheProvidersAnswers(t *testing.T) {
 			t.Errorf("sales result at the deadline = %+v, want failed, not sent within 10m0s", r)
 		}
 		if cs := conditions(); len(cs) != 1 || cs[0].Kind != outbox.AlertCanaryFailed || cs[0].Key != "contact/sales" ||
-			cs[0].Channel != "email" || cs[0].Form != "contact" || strings.Contains(cs[0].Summary, "sending") {
+			cs[0].Channel != "email" || cs[0].Form != "contact" || strings.Contains(cs[0].Summary, "sending") ||
+			!cs[0].Since.Equal(start.Add(10*time.Minute)) {
 			t.Errorf("conditions = %+v, want one canary_failed for contact/sales on email, without the error text", cs)
 		}
 
@@ -258,7 +259,8 @@ func TestVerdictsFollowTheProvidersAnswers(t *testing.T) {
 		if r := got["contact/sales"]; !r.Passed || !r.PeriodStart.Equal(next) {
 			t.Errorf("sales result = %+v, want passed", r)
 		}
-		if cs := conditions(); len(cs) != 1 || cs[0].Key != "contact/crm" || cs[0].Channel != "webhook" {
+		if cs := conditions(); len(cs) != 1 || cs[0].Key != "contact/crm" || cs[0].Channel != "webhook" ||
+			!cs[0].Since.Equal(next.Add(2*time.Minute)) {
 			t.Errorf("conditions = %+v, want only contact/crm: sales resolved", cs)
 		}
 		// A route no longer configured is not reported, whatever its last verdict.

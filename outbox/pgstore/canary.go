@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -46,8 +47,12 @@ func (s *Store) LastCanaryRun(ctx context.Context, form string) (outbox.CanaryRu
 
 // RecordCanaryResult implements outbox.CanaryStore.
 func (s *Store) RecordCanaryResult(ctx context.Context, r outbox.CanaryResult) (bool, error) {
+	var since *time.Time
+	if !r.Passed {
+		since = &r.At
+	}
 	tag, err := s.pool.Exec(ctx, qUpsertCanaryResult, r.Form, r.Route, string(r.Channel), r.PeriodStart,
-		r.SubmissionID, r.Passed, r.Error, r.At)
+		r.SubmissionID, r.Passed, r.Error, r.At, since)
 	if err != nil {
 		return false, fmt.Errorf("record canary result %s/%s: %w", r.Form, r.Route, err)
 	}
@@ -64,9 +69,13 @@ func (s *Store) CanaryResults(ctx context.Context) ([]outbox.CanaryResult, error
 		var (
 			r       outbox.CanaryResult
 			channel string
+			since   *time.Time
 		)
-		err := row.Scan(&r.Form, &r.Route, &channel, &r.PeriodStart, &r.SubmissionID, &r.Passed, &r.Error, &r.At)
+		err := row.Scan(&r.Form, &r.Route, &channel, &r.PeriodStart, &r.SubmissionID, &r.Passed, &r.Error, &r.At, &since)
 		r.Channel, r.PeriodStart, r.At = outbox.Channel(channel), r.PeriodStart.UTC(), r.At.UTC()
+		if since != nil {
+			r.FailingSince = since.UTC()
+		}
 		return r, err
 	})
 	if err != nil {

@@ -51,8 +51,9 @@ func (s *Store) LastCanaryRun(ctx context.Context, form string) (outbox.CanaryRu
 
 // RecordCanaryResult implements outbox.CanaryStore.
 func (s *Store) RecordCanaryResult(ctx context.Context, r outbox.CanaryResult) (bool, error) {
+	since := sql.NullInt64{Int64: micros(r.At), Valid: !r.Passed}
 	n, err := s.changedRows(ctx, qUpsertCanaryResult, r.Form, r.Route, string(r.Channel), micros(r.PeriodStart),
-		r.SubmissionID.String(), r.Passed, r.Error, micros(r.At))
+		r.SubmissionID.String(), r.Passed, r.Error, micros(r.At), since)
 	if err != nil {
 		return false, fmt.Errorf("record canary result %s/%s: %w", r.Form, r.Route, err)
 	}
@@ -88,14 +89,18 @@ func (s *Store) CanaryResults(ctx context.Context) ([]outbox.CanaryResult, error
 			channel   string
 			id        string
 			start, at int64
+			since     sql.NullInt64
 		)
-		if err := rows.Scan(&r.Form, &r.Route, &channel, &start, &id, &r.Passed, &r.Error, &at); err != nil {
+		if err := rows.Scan(&r.Form, &r.Route, &channel, &start, &id, &r.Passed, &r.Error, &at, &since); err != nil {
 			return nil, fmt.Errorf("canary results: %w", err)
 		}
 		if r.SubmissionID, err = uuid.Parse(id); err != nil {
 			return nil, fmt.Errorf("canary results: submission id: %w", err)
 		}
 		r.Channel, r.PeriodStart, r.At = outbox.Channel(channel), fromMicros(start), fromMicros(at)
+		if since.Valid {
+			r.FailingSince = fromMicros(since.Int64)
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -115,8 +115,10 @@ var _ = register("CanaryResultKeepsTheFirstVerdictOfTheLatestRun", func(t *testi
 	if record(canaryResult("webhook", start, true, "")) {
 		t.Error("second verdict on one run recorded")
 	}
-	if got := results(); !reflect.DeepEqual(got, []outbox.CanaryResult{passed, failed}) {
-		t.Errorf("results = %+v, want email passed then webhook failed", got)
+	failedAsStored := failed
+	failedAsStored.FailingSince = failed.At
+	if got := results(); !reflect.DeepEqual(got, []outbox.CanaryResult{passed, failedAsStored}) {
+		t.Errorf("results = %+v, want email passed then webhook failed since its verdict", got)
 	}
 	// A later run's verdict replaces it; an earlier run's never does.
 	later := canaryResult("webhook", start.Add(time.Hour), true, "")
@@ -128,5 +130,35 @@ var _ = register("CanaryResultKeepsTheFirstVerdictOfTheLatestRun", func(t *testi
 	}
 	if got := results(); len(got) != 2 || !reflect.DeepEqual(got[1], later) {
 		t.Errorf("results = %+v, want webhook's to be %+v", got, later)
+	}
+})
+
+var _ = register("CanaryResultFailingSinceSpansFailuresInARow", func(t *testing.T, s outbox.Store) {
+	ctx := testCtx(t)
+	start := t0.Truncate(time.Hour)
+	since := func(r outbox.CanaryResult) time.Time {
+		t.Helper()
+		if _, err := s.RecordCanaryResult(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.CanaryResults(ctx)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("results = %+v (%v)", got, err)
+		}
+		return got[0].FailingSince
+	}
+	first := canaryResult("webhook", start, false, "dead: 410")
+	if got := since(first); !got.Equal(first.At) {
+		t.Errorf("failing since after the first failure = %s, want its verdict's time %s", got, first.At)
+	}
+	if got := since(canaryResult("webhook", start.Add(time.Hour), false, "dead: 410")); !got.Equal(first.At) {
+		t.Errorf("failing since after a second failure = %s, want the first's %s", got, first.At)
+	}
+	if got := since(canaryResult("webhook", start.Add(2*time.Hour), true, "")); !got.IsZero() {
+		t.Errorf("failing since after a pass = %s, want none", got)
+	}
+	again := canaryResult("webhook", start.Add(3*time.Hour), false, "dead: 500")
+	if got := since(again); !got.Equal(again.At) {
+		t.Errorf("failing since after a new failure = %s, want %s", got, again.At)
 	}
 })

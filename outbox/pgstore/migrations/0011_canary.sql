@@ -23,5 +23,7 @@ CREATE TABLE canary_results (
 	passed        boolean NOT NULL,
 	error         text NOT NULL,
 	at            timestamptz NOT NULL,
+	-- when the failed verdicts in a row began; NULL after a pass
+	failing_since timestamptz,
 	PRIMARY KEY (form, route)
 );

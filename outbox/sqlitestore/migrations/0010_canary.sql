@@ -24,5 +24,7 @@ CREATE TABLE canary_results (
 	passed        INTEGER NOT NULL,
 	error         TEXT NOT NULL,
 	at            INTEGER NOT NULL,
+	-- when the failed verdicts in a row began; NULL after a pass
+	failing_since INTEGER,
 	PRIMARY KEY (form, route)
 ) STRICT;
