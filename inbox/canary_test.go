@@ -20,7 +20,8 @@ func TestOverviewShowsEachRoutesLastCanary(t *testing.T) {
 	sub := uuid.Must(uuid.NewV7())
 	f.h.cfg.Canary = func(context.Context) ([]outbox.CanaryResult, error) {
 		return []outbox.CanaryResult{
-			{Form: "contact", Route: "crm", Channel: outbox.ChannelWebhook, SubmissionID: sub, Error: "dead: webhook: 500 <Internal>", At: now},
+			{Form: "contact", Route: "crm", Channel: outbox.ChannelWebhook, SubmissionID: sub, Error: "dead: webhook: 500 <Internal>", At: now,
+				FailingSince: now.Add(-6 * time.Hour)},
 			{Form: "contact", Route: "email", Channel: outbox.ChannelEmail, SubmissionID: sub, Passed: true, At: now.Add(-time.Minute)},
 			{Form: "newsletter", Route: "slack", Channel: outbox.ChannelSlack, SubmissionID: sub, Passed: true, At: now},
 		}, nil
@@ -33,7 +34,7 @@ func TestOverviewShowsEachRoutesLastCanary(t *testing.T) {
 	for _, want := range []string{
 		`<h2 id="canary-title">Canary</h2>`,
 		`<td>crm <small>(webhook)</small></td>`,
-		`<span class="badge dead">failed</span> dead: webhook: 500 &lt;Internal&gt;`,
+		`<span class="badge dead">failed</span> dead: webhook: 500 &lt;Internal&gt;<br><small>failing since <time datetime="2031-05-06T01:08:09Z">`,
 		`<td>email <small>(email)</small></td>`,
 		`<span class="badge sent">passed</span>`,
 		`href="/inbox/submissions/` + sub.String() + `"><time datetime="2031-05-06T07:08:09Z">`,
