@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox/storetest"
+	"github.com/formoutbox/caddy-form-outbox/providers/slackfake"
 )
 
 // canaryCaddyfile has a form with two webhooks, one that answers 200 and one that
 // answers 500, and a canary every 6 hours: the first canary runs when Caddy starts (its
-// period has none yet). One webhook attempt makes the 500 dead at once.
+// period has none yet). One webhook attempt makes the 500 dead at once. Owner alerts go
+// to Slack.
 const canaryCaddyfile = `{
 	admin 127.0.0.1:{{ADMIN}}
 	form_outbox {
@@ -30,6 +32,10 @@ const canaryCaddyfile = `{
 		email {
 			from "Forms <forms@example.com>"
 			file {{DIR}}/mail
+		}
+		alerts {
+			notify slack {{SLACK}}
+			interval 200ms
 		}
 	}
 }
@@ -87,7 +93,10 @@ type canaryHealth struct {
 // body, and checks what the receivers, the health endpoint and `status` show.
 func checkCanary(t *testing.T, storage string) {
 	good, bad := newHookRecorder(t, http.StatusOK), newHookRecorder(t, http.StatusInternalServerError)
-	cf := strings.NewReplacer("{{STORAGE}}", storage, "{{GOOD}}", good.srv.URL, "{{BAD}}", bad.srv.URL).Replace(canaryCaddyfile)
+	sl := slackfake.New()
+	t.Cleanup(sl.Close)
+	cf := strings.NewReplacer("{{STORAGE}}", storage, "{{GOOD}}", good.srv.URL, "{{BAD}}", bad.srv.URL,
+		"{{SLACK}}", sl.URL()).Replace(canaryCaddyfile)
 	p := newCaddy(t, caddyOpts{Caddyfile: cf})
 
 	var h canaryHealth
@@ -136,6 +145,18 @@ func checkCanary(t *testing.T, storage string) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not print %q:\n%s", want, out)
 		}
+	}
+	// The owner hears of the failed route on another channel, once; the canary's dead
+	// delivery is no lead, so no delivery_dead alert.
+	if err := waitFor(30*time.Second, func() bool { return len(sl.Messages()) >= 1 }); err != nil {
+		t.Fatalf("no canary alert reached Slack: %v\n%s", err, p.Log())
+	}
+	if m := slackfake.Unescape(sl.Messages()[0].Text); !strings.Contains(m, "the canary of form contact did not arrive through route webhook-2 (webhook)") {
+		t.Errorf("slack got %q, want the canary alert", m)
+	}
+	l := alertsList(t, p)
+	if len(l.Open) != 1 || l.Open[0].Kind != "canary_failed" || l.Open[0].Key != "contact/webhook-2" || l.Open[0].Channel != "webhook" {
+		t.Errorf("open alerts = %+v, want only canary_failed for contact/webhook-2", l.Open)
 	}
 	// The canary is a test submission: listed as one, counted apart from leads.
 	var list struct {

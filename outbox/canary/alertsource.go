@@ -36,7 +36,7 @@ func AlertSource(store outbox.CanaryStore, forms []Form) outbox.AlertSource {
 			// provider's error text: that stays in the store, the inbox and status.
 			out = append(out, outbox.AlertCondition{Kind: outbox.AlertCanaryFailed, Key: key, Form: r.Form,
 				Channel: string(r.Channel), Since: r.FailingSince,
-				Summary: fmt.Sprintf("The canary of form %s did not arrive through route %s (%s).", r.Form, r.Route, r.Channel)})
+				Summary: fmt.Sprintf("the canary of form %s did not arrive through route %s (%s); its error is in status and the inbox", r.Form, r.Route, r.Channel)})
 		}
 		return out, nil
 	}}
