@@ -70,8 +70,20 @@ func (c *Config) CanaryRoutes() []string {
 	return out
 }
 
+// isFileField reports whether name is a declared file field.
+func (c *Config) isFileField(name string) bool {
+	for _, f := range c.Fields {
+		if f.Name == name {
+			return f.File
+		}
+	}
+	return false
+}
+
 // canaryFields are the declared fields (not the file fields: a canary uploads
-// nothing), each with a value its checks would take, or the one message field.
+// nothing), each with a value its checks would take, then every other field a route's
+// message prints (so no template renders a blank and records template.empty for a
+// canary), or, when that is none, the one message field.
 func (c *Config) canaryFields() outbox.Fields {
 	var out outbox.Fields
 	for _, f := range c.Fields {
@@ -90,6 +102,13 @@ func (c *Config) canaryFields() outbox.Fields {
 			v = "0"
 		}
 		out = append(out, outbox.Field{Name: f.Name, Value: v})
+	}
+	for _, r := range c.Routes {
+		for _, ref := range r.printed {
+			if _, ok := out.Get(ref.Field); !ok && !c.isFileField(ref.Field) {
+				out = append(out, outbox.Field{Name: ref.Field, Value: "canary"})
+			}
+		}
 	}
 	if len(out) == 0 {
 		out = outbox.Fields{{Name: "message", Value: canaryMessage}}

@@ -104,3 +104,31 @@ func fieldsEqual(a, b outbox.Fields) bool {
 	}
 	return true
 }
+
+// TestCanaryFillsEveryPrintedField: on a form without a field spec, the fields the
+// routes' messages print are filled in, so no template renders a blank and the canary
+// records no template.empty event.
+func TestCanaryFillsEveryPrintedField(t *testing.T) {
+	c := &Config{Form: "contact", IPHashKey: []byte("k"), Routes: []Route{
+		{Name: "sales", Channel: outbox.ChannelEmail, To: []string{"sales@example.com"}, Subject: "Lead from {field.name}"},
+	}}
+	if err := c.Provision(); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	sub, ds, err := c.PlanCanary(uuid.Must(uuid.NewV7()), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := sub.Data.Get("name"); !ok || v != "canary" {
+		t.Errorf("canary fields = %+v, want name=canary", sub.Data)
+	}
+	for _, ev := range sub.Events {
+		if ev.Kind == outbox.EventTemplateEmpty {
+			t.Errorf("canary recorded %s: %s", ev.Kind, ev.Data)
+		}
+	}
+	var p outbox.Payload
+	if err := json.Unmarshal(ds[0].Payload, &p); err != nil || p.Subject != "[test] Lead from canary" {
+		t.Errorf("subject = %q (%v)", p.Subject, err)
+	}
+}
