@@ -55,7 +55,8 @@ http://127.0.0.1:{{HTTP}} {
 `
 
 // TestCanaryInInboxBrowser: the inbox overview in Chromium shows each route's last
-// canary (the global `canary every 6h`), the failed one with its error, light and dark;
+// canary (the global `canary every 6h`), the failed one with its error, light and dark:
+// the webhook answering 410 parks its destination, and the canary fails at once;
 // FORM_OUTBOX_SCREENSHOTS=1 writes the pictures to docs/images.
 func TestCanaryInInboxBrowser(t *testing.T) {
 	t.Parallel()
@@ -92,7 +93,7 @@ func TestCanaryInInboxBrowser(t *testing.T) {
 		}
 		got := strings.Join(rows, "\n")
 		for _, want := range []string{"contact email (email) passed", "contact webhook (webhook) passed",
-			"contact webhook-2 (webhook) failed dead: "} {
+			"contact webhook-2 (webhook) failed parked: "} {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s: canary table\n%s\nlacks %q", scheme, got, want)
 			}

@@ -8,8 +8,9 @@ import (
 )
 
 // verdicts judges a run's deliveries, grouped by route: a route passed when every one
-// of its deliveries was sent; it failed when one went dead, or when due has come with
-// one not yet sent (still pending or retrying, parked, or leased). A route with neither
+// of its deliveries was sent; it failed when one went dead or is parked (its destination
+// is known to fail: waiting for the deadline would only delay the news), or when due has
+// come with one not yet sent (still pending, retrying or leased). A route with neither
 // is still open and gets no verdict yet. The routes come back in the order their first
 // delivery was planned.
 func verdicts(run outbox.CanaryRun, deliveries []outbox.Delivery, now, due time.Time, deadline string) (decided []outbox.CanaryResult, open int) {
@@ -29,7 +30,7 @@ func verdicts(run outbox.CanaryRun, deliveries []outbox.Delivery, now, due time.
 		for i := range ds {
 			switch ds[i].Status {
 			case outbox.DeliverySent:
-			case outbox.DeliveryDead:
+			case outbox.DeliveryDead, outbox.DeliveryParked:
 				if dead == nil {
 					dead = &ds[i]
 				}
@@ -41,7 +42,7 @@ func verdicts(run outbox.CanaryRun, deliveries []outbox.Delivery, now, due time.
 		}
 		switch {
 		case dead != nil:
-			r.Error = bounded("dead: " + dead.LastError)
+			r.Error = bounded(string(dead.Status) + lastError(dead))
 		case unsent == nil:
 			r.Passed = true
 		case !now.Before(due):
