@@ -99,6 +99,7 @@ func (a *App) health(ctx context.Context) Health {
 		Spool:          a.spoolHealth,
 		Stats:          a.metrics,
 		Backup:         a.backupHealth(),
+		Canary:         a.canaryResults, // app_canary.go
 	})
 }
 

@@ -61,6 +61,7 @@ type App struct {
 	alerts   alertState  // owner alerts: targets, sources, evaluator (app_alerts.go)
 	ledger   ledgerState // the lead ledger's counts and checks (app_ledger.go)
 	backups  backupState // off-host backup (app_backup.go)
+	canaries canaryState // the forms' canaries and their scheduler (app_canary.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -199,7 +200,8 @@ func (a *App) workerConfig(sender outbox.Sender) outbox.WorkerConfig {
 }
 
 // Start opens the spool (taking its directory's lock) and starts the worker and, with
-// digest routes, the digest closer beside it (app_digest.go).
+// digest routes, the digest closer beside it (app_digest.go), and with canaries their
+// scheduler (app_canary.go).
 func (a *App) Start() error {
 	a.logger.Info("form_outbox starting",
 		zap.String("storage", a.storage.Describe()),
@@ -224,6 +226,7 @@ func (a *App) Start() error {
 	}
 	a.startDigests()
 	a.startLedger()
+	a.startCanaries()
 	a.startOps()
 	a.startAlerts()
 	storage.WarnIfUnreachable(a.ctx, a.store, a.storage, a.logger)
@@ -236,6 +239,7 @@ func (a *App) Stop() error {
 	a.stopOnce.Do(func() {
 		a.stopAlerts()
 		a.stopDigests()
+		a.stopCanaries()
 		a.stopOps()
 		a.stopBackup()
 		a.stopSpool()

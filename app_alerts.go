@@ -44,6 +44,7 @@ func (a *App) alertSources() []outbox.AlertSource {
 		alert.TemplateEmpty(a.store, 0), // intake/templateempty.go writes its events
 		outbox.AlertSourceFunc{SourceName: "backup", Func: a.backupConditions},
 		outbox.ParkedAlerts(a.store),
+		a.CanaryAlertSource(), // app_canary.go
 	}
 }
 

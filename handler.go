@@ -81,6 +81,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.app.noteChannels(&h.Config)
+	if err := h.app.registerCanary(&h.Config); err != nil {
+		return err
+	}
 	if err := h.app.registry.RegisterRates(h.Form, h.Routes); err != nil {
 		return err
 	}

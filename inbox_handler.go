@@ -66,6 +66,7 @@ func (h *InboxHandler) Provision(ctx caddy.Context) error {
 			return out
 		},
 		Ledger: app.Ledger,
+		Canary: app.canaryResults, // app_canary.go
 		Logger: ctx.Logger(),
 	})
 	if err != nil {

@@ -313,6 +313,22 @@ func inboxSession(t *testing.T, p *caddyProc, auth string) (*http.Cookie, string
 	return resp.Cookies()[0], tok[1]
 }
 
+// screenshotDir is where screenshots go. The pictures in docs/images are refreshed only
+// when asked for (envScreenshots), so a test run never rewrites tracked files; otherwise
+// they go to a temporary directory (the same code path, so a page that cannot be
+// captured still fails the test).
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv(envScreenshots) == "" {
+		return t.TempDir()
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "docs", "images")
+}
+
 // envScreenshots, when set, makes TestInboxInBrowser write its screenshots into
 // docs/images (FORM_OUTBOX_SCREENSHOTS=1 go test ./e2e/ -run TestInboxInBrowser/sqlite).
 const envScreenshots = "FORM_OUTBOX_SCREENSHOTS"
@@ -321,17 +337,7 @@ const envScreenshots = "FORM_OUTBOX_SCREENSHOTS"
 // and dark, for the README.
 func takeInboxScreenshots(t *testing.T, ctx context.Context, p *caddyProc, id string) {
 	t.Helper()
-	// The pictures in docs/images are refreshed only when asked for, so a test run never
-	// rewrites tracked files; otherwise they go to a temporary directory (the same code
-	// path, so a page that cannot be captured still fails the test).
-	dir := t.TempDir()
-	if os.Getenv(envScreenshots) != "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "docs", "images")
-	}
+	dir := screenshotDir(t)
 	for _, scheme := range []string{"light", "dark"} {
 		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {

@@ -54,6 +54,9 @@ type Config struct {
 	// App's, which knows which forms must deliver every post and the retention). Nil:
 	// outbox.BuildLedger on Store, flagging only answers not stored.
 	Ledger func(ctx context.Context, forms []string, days int) (outbox.Ledger, error)
+	// Canary, when set, reads each configured route's last canary verdict for the
+	// overview (outbox/canary).
+	Canary func(ctx context.Context) ([]outbox.CanaryResult, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Logger gets store failures and one line per action (ids and the user, never

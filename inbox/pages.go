@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -232,6 +233,7 @@ func (h *Handler) overview(rq *request) {
 		Charts     []ledgerChart
 		ChartDays  int
 		Mismatched int
+		Canary     []outbox.CanaryResult
 	}{L: rq.layout("overview"), Statuses: []string{"accepted", "spam", "quarantined", "test"}, Stats: st,
 		Charts: ledgerCharts(ledger, order, now), ChartDays: ledgerChartDays, Mismatched: len(ledger.Mismatched())}
 	for _, f := range order {
@@ -243,7 +245,29 @@ func (h *Handler) overview(rq *request) {
 	if h.cfg.Health != nil {
 		data.Health, data.HasHealth = h.cfg.Health(ctx), true
 	}
+	if data.Canary, err = h.canaries(ctx); err != nil {
+		rq.storeFailed(err)
+		return
+	}
 	rq.render(http.StatusOK, "overview", data)
+}
+
+// canaries are the last canary verdicts of the inbox's forms (all without Forms).
+func (h *Handler) canaries(ctx context.Context) ([]outbox.CanaryResult, error) {
+	if h.cfg.Canary == nil {
+		return nil, nil
+	}
+	rs, err := h.cfg.Canary(ctx)
+	if err != nil || len(h.cfg.Forms) == 0 {
+		return rs, err
+	}
+	var out []outbox.CanaryResult
+	for _, r := range rs {
+		if slices.Contains(h.cfg.Forms, r.Form) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (h *Handler) list(rq *request) {

@@ -28,7 +28,7 @@ func (c *Config) chatSubmission(sub *outbox.Submission, link string) chat.Submis
 		}
 		fields = append(fields, field)
 	}
-	return chat.Submission{Form: c.Form, ID: sub.ID.String(), Received: sub.CreatedAt, Fields: fields, Link: link}
+	return chat.Submission{Form: c.Form, ID: sub.ID.String(), Received: sub.CreatedAt, Fields: fields, Link: link, Test: sub.Test}
 }
 
 // chatPayload renders a chat route's message into the exact request body the provider
@@ -42,6 +42,11 @@ func chatPayload(route Route, s chat.Submission, d ChatTemplateData) (outbox.Pay
 	var failed *TemplateFailure
 	if t := route.templates.chat; t != nil {
 		parts, err := renderChatTemplate(t, d, chatLink(route.Channel))
+		if err == nil && s.Test {
+			// The operator's text does not say it is a test; the mark does, as the
+			// operator's own text (no visitor value to isolate; plain in every markup).
+			parts = append([]chat.Part{{Markup: chat.TestMark}}, parts...)
+		}
 		if err == nil {
 			body, err = chatText(route, s, parts)
 		}

@@ -90,6 +90,8 @@ type Config struct {
 	StoreOnly bool `json:"store_only,omitempty"`
 	// Autoreply, when set, answers the visitor by e-mail (see Autoreply); nil: never.
 	Autoreply *Autoreply `json:"autoreply,omitempty"`
+	// Canary, when set, sends the form's canary (canary.go); nil: the App's default.
+	Canary *Canary `json:"canary,omitempty"`
 	// Mode is how the field spec is applied: "enforce" (default) or "monitor"
 	// (Caddyfile `schema enforce|monitor`, or its alias `mode`).
 	Mode string `json:"mode,omitempty"`

@@ -15,6 +15,21 @@ import (
 // what will be sent is fixed at intake. Spam and quarantined submissions get their
 // deliveries too, as skipped: releasing the submission only has to flip their status.
 func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now time.Time) ([]outbox.Delivery, error) {
+	routes, unrouted := c.routesFor(sub.Data)
+	if unrouted {
+		if err := c.markUnrouted(sub, now); err != nil {
+			return nil, err
+		}
+	}
+	out, err := c.planRoutes(sub, sp, replyTo, routes, now)
+	if err != nil {
+		return nil, err
+	}
+	return c.planAutoreply(out, sub, replyTo, now)
+}
+
+// planRoutes renders the deliveries of the routes sub takes (see plan).
+func (c *Config) planRoutes(sub *outbox.Submission, sp specials, replyTo string, routes []Route, now time.Time) ([]outbox.Delivery, error) {
 	status := outbox.DeliveryPending
 	if sub.Status != outbox.SubmissionAccepted {
 		status = outbox.DeliverySkipped
@@ -26,12 +41,6 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 	var hookBody json.RawMessage
 	var out []outbox.Delivery
 	var err error
-	routes, unrouted := c.routesFor(sub.Data)
-	if unrouted {
-		if err := c.markUnrouted(sub, now); err != nil {
-			return nil, err
-		}
-	}
 	inbox := c.inboxLink(sub)    // the submission's inbox page, for every route's message
 	view := shownSubmission(sub) // what people read: no bidi controls (bidi.go)
 	var chatSub *chat.Submission // rendered from once, for every chat route
@@ -48,6 +57,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 					}
 				}
 				base = *link
+				base.Subject = testSubject(sub, base.Subject)
 				break
 			}
 			if text == "" {
@@ -68,7 +78,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 					}
 				}
 			}
-			base = outbox.Payload{ReplyTo: replyTo, Subject: c.subject(route, view.Data, sp), Text: rt, HTML: rh}
+			base = outbox.Payload{ReplyTo: replyTo, Subject: testSubject(sub, c.subject(route, view.Data, sp)), Text: rt, HTML: rh}
 			if route.Attach {
 				c.attach(&base, route, sub) // upload.go
 			}
@@ -132,7 +142,7 @@ func (c *Config) plan(sub *outbox.Submission, sp specials, replyTo string, now t
 			}
 		}
 	}
-	return c.planAutoreply(out, sub, replyTo, now)
+	return out, nil
 }
 
 // markUnrouted records that no route matched: an event always, and the reason on an

@@ -57,6 +57,9 @@ func (c *Config) Provision() error {
 				c.Form, f.Name, f.MaxFileSize, c.MaxBodyBytes)
 		}
 	}
+	if err := c.Canary.Check(); err != nil {
+		return fmt.Errorf("intake: form %s: %w", c.Form, err)
+	}
 	if c.Mode != ModeEnforce && c.Mode != ModeMonitor {
 		return fmt.Errorf("intake: form %s: mode %q: want %q or %q", c.Form, c.Mode, ModeEnforce, ModeMonitor)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/formoutbox/caddy-form-outbox/internal/safetext"
 	"github.com/formoutbox/caddy-form-outbox/outbox"
 	"github.com/formoutbox/caddy-form-outbox/providers"
+	"github.com/formoutbox/caddy-form-outbox/providers/chat"
 )
 
 // placeholder matches {field.NAME} in a subject template.
@@ -42,6 +43,15 @@ func (c *Config) subject(route Route, data outbox.Fields, sp specials) string {
 	// The visitor's _subject, and any control the operator's text holds, lose their bidi
 	// controls here too: the header rules strip them again at send (providers/headers.go).
 	return truncateRunes(singleLine(safetext.StripBidi(s)), maxSubjectLength)
+}
+
+// testSubject marks a test submission's subject (chat.TestMark), so its reader does not
+// take it for a lead; the mark survives the length bound.
+func testSubject(sub *outbox.Submission, s string) string {
+	if !sub.Test {
+		return s
+	}
+	return truncateRunes(chat.TestMark+s, maxSubjectLength)
 }
 
 // replyToInBody returns the visitor's reply address when the body must carry it: the
@@ -176,6 +186,10 @@ func webhookBody(sub *outbox.Submission, fileURL func(uuid.UUID) string) json.Ra
 	o.String("id", sub.ID.String())
 	o.String("form", sub.Form)
 	o.String("status", string(sub.Status))
+	if sub.Test {
+		// A receiver tells a test submission (a `_test` post, a canary) from a lead.
+		o.Bool("test", true)
+	}
 	p := o.Key("created_at") // RFC 3339 text has nothing to escape
 	*p = append(sub.CreatedAt.UTC().AppendFormat(append(*p, '"'), time.RFC3339Nano), '"')
 	p = o.Key("data")

@@ -92,8 +92,10 @@ type AlertStore interface {
 	// 0, up to that many of the most recently resolved ones.
 	ListAlerts(ctx context.Context, resolved int) ([]Alert, error)
 	// DeadDeliveryGroups counts dead deliveries per (form, route, channel), leaving out
-	// the form except (AlertsForm: an alert that died must not alert about itself).
-	// Dead deliveries are in the status index, so this reads that small set.
+	// the form except (AlertsForm: an alert that died must not alert about itself) and
+	// test submissions (a `_test` post or a canary is no lead; a canary's failure is
+	// its own alert, canary_failed). Dead deliveries are in the status index, so this
+	// reads that small set.
 	DeadDeliveryGroups(ctx context.Context, except string) ([]DeadGroup, error)
 	// FeedbackCounts counts the post-send reports received since since (an index on
 	// their receipt time serves it).

@@ -78,6 +78,7 @@ type Store interface {
 	DestinationStore
 	AlertStore
 	LedgerStore
+	CanaryStore
 
 	// Claim leases up to p.Limit due deliveries: pending or failed with next_attempt_at <=
 	// Now, or sending with locked_until < Now (an expired lease). Each claimed row gets

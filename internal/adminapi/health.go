@@ -44,6 +44,8 @@ type HealthProbe struct {
 	Stats *LiveStats
 	// Backup, when set, reports the off-host backup (backup.go); nil without one.
 	Backup func() *BackupHealth
+	// Canary, when set, reads the last canary verdicts of the configured routes.
+	Canary func(ctx context.Context) ([]outbox.CanaryResult, error)
 }
 
 // CheckHealth checks storage (ping latency), the worker (alive and passing at least every
@@ -74,6 +76,10 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 				Backlog: st.Backlog, Due: st.Due, Dead: st.Dead,
 				OldestDueSeconds: st.OldestDueAge(now).Seconds(),
 			}
+			if h.Canary, err = canaryHealth(ctx, p.Canary); err != nil {
+				h.Problems = append(h.Problems, "storage unreachable")
+				h.Storage.Reachable, h.Storage.Error = false, err.Error()
+			}
 		}
 	}
 
@@ -102,6 +108,28 @@ func CheckHealth(ctx context.Context, p HealthProbe) Health {
 		h.Status = "unhealthy"
 	}
 	return h
+}
+
+// canaryHealth is the canary's part of the health answer.
+func canaryHealth(ctx context.Context, read func(context.Context) ([]outbox.CanaryResult, error)) ([]CanaryHealth, error) {
+	if read == nil {
+		return nil, nil
+	}
+	rs, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CanaryHealth, 0, len(rs))
+	for _, r := range rs {
+		c := CanaryHealth{Form: r.Form, Route: r.Route, Channel: string(r.Channel), Passed: r.Passed,
+			Error: r.Error, At: r.At.UTC(), PeriodStart: r.PeriodStart.UTC()}
+		if !r.FailingSince.IsZero() {
+			since := r.FailingSince.UTC()
+			c.FailingSince = &since
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // SpoolHealthFor is the spool's part of the health answer: depth and age of what waits

@@ -139,3 +139,33 @@ func scrape(t *testing.T, ls *LiveStats) int {
 	}
 	return len(mfs)
 }
+
+// TestCheckHealthShowsCanaryVerdicts: the last verdicts are in the body, a failed one
+// with its error, and the instance stays healthy; a failed read of them is a storage
+// problem.
+func TestCheckHealthShowsCanaryVerdicts(t *testing.T) {
+	st := openStore(t)
+	at := time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)
+	results := []outbox.CanaryResult{
+		{Form: "contact", Route: "crm", Channel: outbox.ChannelWebhook, PeriodStart: at.Add(-5 * time.Second), Error: "dead: 500", At: at,
+			FailingSince: at.Add(-6 * time.Hour)},
+		{Form: "contact", Route: "email", Channel: outbox.ChannelEmail, PeriodStart: at.Add(-5 * time.Second), Passed: true, At: at},
+	}
+	probe := HealthProbe{Store: st, Driver: "sqlite", Explain: func(err error) string { return err.Error() },
+		Worker: fakeWorker{running: true, last: time.Now()}, PollInterval: time.Second, Spool: okSpool,
+		Canary: func(context.Context) ([]outbox.CanaryResult, error) { return results, nil }}
+	h := CheckHealth(context.Background(), probe)
+	since := at.Add(-6 * time.Hour)
+	want := []CanaryHealth{
+		{Form: "contact", Route: "crm", Channel: "webhook", Error: "dead: 500", At: at, PeriodStart: at.Add(-5 * time.Second), FailingSince: &since},
+		{Form: "contact", Route: "email", Channel: "email", Passed: true, At: at, PeriodStart: at.Add(-5 * time.Second)},
+	}
+	if h.Status != "ok" || len(h.Canary) != 2 || h.Canary[1] != want[1] || h.Canary[0].FailingSince == nil ||
+		!h.Canary[0].FailingSince.Equal(since) || h.Canary[0].Error != want[0].Error || h.Canary[0].Route != "crm" {
+		t.Errorf("health = %q, canary %+v; want ok with %+v", h.Status, h.Canary, want)
+	}
+	probe.Canary = func(context.Context) ([]outbox.CanaryResult, error) { return nil, errors.New("no such table") }
+	if h := CheckHealth(context.Background(), probe); h.Status != "unhealthy" || !slices.Equal(h.Problems, []string{"storage unreachable"}) {
+		t.Errorf("health with the canary read failing = %q %q, want unhealthy: storage unreachable", h.Status, h.Problems)
+	}
+}

@@ -97,6 +97,25 @@ type Health struct {
 	Outbox   *OutboxHealth `json:"outbox,omitempty"` // absent when storage is unreachable
 	Spool    *SpoolHealth  `json:"spool,omitempty"`
 	Backup   *BackupHealth `json:"backup,omitempty"` // backup.go; absent without `backup`
+	// Canary is the last verdict on each route of each form with a canary; absent
+	// without canaries or when storage is unreachable.
+	Canary []CanaryHealth `json:"canary,omitempty"`
+}
+
+// CanaryHealth is one route's last canary verdict in the health body. A failed canary
+// is not a health problem (the answer stays 200): it tells of a destination, not of this
+// instance, and raises an owner alert instead.
+type CanaryHealth struct {
+	Form        string    `json:"form"`
+	Route       string    `json:"route"`
+	Channel     string    `json:"channel"`
+	Passed      bool      `json:"passed"`
+	Error       string    `json:"error,omitempty"`
+	At          time.Time `json:"at"`
+	PeriodStart time.Time `json:"period_start"`
+	// FailingSince is when the route's failed canaries in a row began; absent when
+	// the last one passed.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
 }
 
 // StorageHealth is the database's part of the health body.

@@ -50,6 +50,7 @@ import (
 //		inbox_url URL                          # emails link to the submission in the inbox
 //		files_url URL [TTL]                    # signed file links in webhooks and chat (form_outbox_files)
 //		alerts { ... } | off                   # owner alerts; see parseAlerts
+//		canary every DURATION [deadline DURATION] # every form's canary; see parseCanary
 //	}
 func ParseApp(d *caddyfile.Dispenser, a *App) error {
 	d.Next() // the option name
@@ -81,6 +82,8 @@ func ParseApp(d *caddyfile.Dispenser, a *App) error {
 			err = parseFilesURL(d, a) // files_handler.go
 		case "alerts":
 			a.Alerts, err = parseAlerts(d) // caddyfile_alerts.go
+		case "canary":
+			a.Canary, err = parseCanary(d, false)
 		default:
 			err = d.Errf("unknown option %q", d.Val())
 		}
@@ -225,6 +228,7 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 //		notify slack|discord|teams URL { rate R }
 //		(every notify block also takes `when field ...` guards and `fallback`; see parseRouteOption)
 //		store_only                             # no notify route, deliberately: posts are kept, nobody is told
+//		canary every DURATION [deadline DURATION] | off   # see parseCanary
 //	}
 //
 // It is registered with RegisterDirective rather than RegisterHandlerDirective because it
@@ -321,6 +325,8 @@ func ParseForm(d *caddyfile.Dispenser, h *intake.Config) error {
 			h.Mode, err = oneOfArg(d, intake.ModeEnforce, intake.ModeMonitor)
 		case "autoreply":
 			h.Autoreply, err = parseAutoreply(d, h.Autoreply)
+		case "canary":
+			h.Canary, err = parseCanary(d, true)
 		case "notify":
 			var r intake.Route
 			r, err = parseNotify(d)

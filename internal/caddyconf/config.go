@@ -60,6 +60,9 @@ type App struct {
 	// under it, valid for FilesURLTTL (default 7 days). Empty: no links.
 	FilesURL    string         `json:"files_url,omitempty"`
 	FilesURLTTL caddy.Duration `json:"files_url_ttl,omitempty"`
+	// Canary is every form's canary unless the form sets its own (outbox/canary).
+	// Default: none.
+	Canary *intake.Canary `json:"canary,omitempty"`
 	// Alerts configures owner alerts (docs/operations.md, "Alerts"). Absent: alerts are
 	// still evaluated and shown (inbox, CLI, admin API, metrics), and sent nowhere.
 	Alerts *AlertsConfig `json:"alerts,omitempty"`
@@ -114,6 +117,14 @@ func (a *App) CheckNumbers() error {
 		if al.Interval < 0 || al.Renotify < 0 || al.StoreUnreachable < 0 || al.SpoolBacklog < 0 || al.FeedbackWindow < 0 ||
 			al.FeedbackRate < 0 || al.FeedbackRate > 100 || al.FeedbackMin < 0 {
 			return fmt.Errorf("alerts: durations and numbers must not be negative, feedback_rate at most 100")
+		}
+	}
+	if a.Canary != nil {
+		if a.Canary.Off {
+			return fmt.Errorf("canary off: only a form turns the canary off; the global default is off when unset")
+		}
+		if err := a.Canary.Check(); err != nil {
+			return err
 		}
 	}
 	if r := a.Retry; r != nil {

@@ -236,6 +236,30 @@ func TestStatusUnhealthyPrintsWhyAndFails(t *testing.T) {
 	}
 }
 
+// A healthy Caddy's status prints each route's last canary verdict, a failure with its
+// error, and succeeds: a failed canary tells of a destination, not of this instance.
+func TestStatusPrintsCanaryVerdicts(t *testing.T) {
+	admin := newFakeAdmin(t, map[string]answer{
+		"GET /form_outbox/health": {200, `{"status":"ok","storage":{"driver":"sqlite","reachable":true},"canary":[` +
+			`{"form":"contact","route":"crm","channel":"webhook","passed":false,"error":"dead: webhook: 500 Internal Server Error","at":"2026-12-01T10:00:05Z","period_start":"2026-12-01T10:00:00Z","failing_since":"2026-12-01T04:00:05Z"},` +
+			`{"form":"contact","route":"email","channel":"email","passed":true,"at":"2026-12-01T10:00:03Z","period_start":"2026-12-01T10:00:00Z"}]}`},
+	})
+	out, err := form(t, admin.addr(), "status")
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	for _, want := range []string{
+		// Times print in the local zone: only the date is certain.
+		"contact/crm (webhook) FAILED since 2026-12-01 ",
+		": dead: webhook: 500 Internal Server Error at 2026-12-01",
+		"contact/email (email) passed at 2026-12-01",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not print %q:\n%s", want, out)
+		}
+	}
+}
+
 // Control characters the API sends back, in a table or in an error, reach the terminal
 // escaped.
 func TestOutputAndErrorsAreEscaped(t *testing.T) {

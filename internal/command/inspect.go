@@ -14,11 +14,12 @@ import (
 func statusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Health: storage, worker, backlog, oldest due, dead",
+		Short: "Health: storage, worker, backlog, oldest due, dead, canaries",
 		Long: `
 Prints the health of form_outbox: whether the database answers, whether the delivery
-worker is passing, the backlog, the oldest due delivery and the dead count. Fails
-(exit status 1) when form_outbox is unhealthy, after printing why.`,
+worker is passing, the backlog, the oldest due delivery and the dead count, and each
+canary route's last verdict. Fails (exit status 1) when form_outbox is unhealthy, after
+printing why; a failed canary alone is not unhealthy.`,
 		Args: cobra.NoArgs,
 		RunE: run(runStatus),
 	}

@@ -59,6 +59,16 @@ func printHealth(out io.Writer, h adminapi.Health) {
 	if s := h.Spool; s != nil {
 		fmt.Fprintf(w, "spool\tenabled=%v depth=%d\n", s.Enabled, s.Depth)
 	}
+	for _, c := range h.Canary {
+		verdict := "passed"
+		if !c.Passed {
+			verdict = "FAILED: " + oneLine(c.Error)
+			if c.FailingSince != nil {
+				verdict = "FAILED since " + ts(*c.FailingSince) + ": " + oneLine(c.Error)
+			}
+		}
+		fmt.Fprintf(w, "canary\t%s/%s (%s) %s at %s\n", c.Form, c.Route, c.Channel, verdict, ts(c.At))
+	}
 	w.Flush()
 }
 

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/formoutbox/caddy-form-outbox/outbox"
+	"github.com/formoutbox/caddy-form-outbox/outbox/internal/background"
 )
 
 // Defaults of Config.
@@ -72,11 +72,9 @@ type Config struct {
 // process or many, may share a store: the database's unique keys decide which one
 // writes each digest (outbox.DigestStore).
 type Closer struct {
-	cfg    Config
-	since  map[int]time.Time // per route index, once recorded
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	cfg   Config
+	since map[int]time.Time // per route index, once recorded
+	loop  background.Loop
 }
 
 // NewCloser returns a closer for cfg's routes; Start runs it.
@@ -104,41 +102,16 @@ func (c *Closer) Start(ctx context.Context) {
 	if len(c.cfg.Routes) == 0 {
 		return
 	}
-	ctx, c.cancel = context.WithCancel(ctx)
-	c.done = make(chan struct{})
-	go c.run(ctx)
+	c.loop.Start(ctx, background.Config{Now: c.cfg.Now, After: c.cfg.After, Retry: retryDelay, Logger: c.cfg.Logger,
+		Failed: "close digest periods; trying again"},
+		func(ctx context.Context, now time.Time) (time.Time, error) {
+			return c.nextWake(now), c.CloseDue(ctx, now)
+		})
 }
 
 // Stop ends the loop and waits for it. A digest being written is either committed or
 // rolled back: the next closer finds the period open again.
-func (c *Closer) Stop() {
-	c.once.Do(func() {
-		if c.cancel != nil {
-			c.cancel()
-			<-c.done
-		}
-	})
-}
-
-func (c *Closer) run(ctx context.Context) {
-	defer close(c.done)
-	for {
-		now := c.cfg.Now()
-		wait := c.nextWake(now).Sub(now)
-		if err := c.CloseDue(ctx, now); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			c.cfg.Logger.Warn("close digest periods; trying again", zap.Error(err), zap.Duration("in", retryDelay))
-			wait = min(wait, retryDelay)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.cfg.After(wait):
-		}
-	}
-}
+func (c *Closer) Stop() { c.loop.Stop() }
 
 // nextWake is when the next period of any route has closed: its end plus the grace.
 func (c *Closer) nextWake(now time.Time) time.Time {

@@ -14,6 +14,8 @@ import (
 	// Time zones are named in the Caddyfile (daily at 08:00 Europe/Berlin); embedding the
 	// zone database makes them work on a host without /usr/share/zoneinfo too.
 	_ "time/tzdata"
+
+	"github.com/formoutbox/caddy-form-outbox/outbox"
 )
 
 // Schedule cuts time into consecutive periods [Start(t), Next(Start(t))).
@@ -148,9 +150,9 @@ func (s Schedule) Location() *time.Location { return s.loc }
 func (s Schedule) Start(t time.Time) time.Time {
 	switch s.kind {
 	case kindHourly:
-		return floorUnix(t, time.Hour)
+		return outbox.FloorUnix(t, time.Hour)
 	case kindEvery:
-		return floorUnix(t, s.every)
+		return outbox.FloorUnix(t, s.every)
 	case kindDaily:
 		l := t.In(s.loc)
 		b := s.at(l.Year(), l.Month(), l.Day())
@@ -206,16 +208,6 @@ func (s Schedule) nextAfter(start time.Time, y int, m time.Month, d, step int) t
 // Start and Next, so boundaries stay consistent.
 func (s Schedule) at(y int, m time.Month, d int) time.Time {
 	return time.Date(y, m, d, s.hour, s.minute, 0, 0, s.loc).UTC()
-}
-
-// floorUnix rounds t down to a multiple of d since the Unix epoch (UTC).
-func floorUnix(t time.Time, d time.Duration) time.Time {
-	n := t.UnixNano()
-	q := n / int64(d)
-	if n%int64(d) < 0 {
-		q--
-	}
-	return time.Unix(0, q*int64(d)).UTC()
 }
 
 // Describe names the period [start, end) for a subject line and the digest body, in the

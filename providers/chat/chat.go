@@ -35,6 +35,20 @@ type Submission struct {
 	// Link, when set, is where an operator reads the submission (the inbox); it comes
 	// from the configuration, never from the visitor.
 	Link string
+	// Test marks a test submission (a `_test` post or a canary): the title says so.
+	Test bool
+}
+
+// TestMark starts the title of a test submission's message, and its e-mail subject.
+const TestMark = "[test] "
+
+// Title is the message's heading, unescaped: "New submission to form NAME", after
+// TestMark for a test submission.
+func (s Submission) Title() string {
+	if s.Test {
+		return TestMark + "New submission to form " + s.Form
+	}
+	return "New submission to form " + s.Form
 }
 
 // Part is one piece of a message body: Markup is the renderer's own syntax, written as

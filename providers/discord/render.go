@@ -58,7 +58,7 @@ type allowedMentions struct {
 // allowed_mentions {"parse":[]} and link previews off. It is pure, so intake renders it
 // once and every retry sends these bytes.
 func Render(s chat.Submission) ([]byte, error) {
-	head := "**New submission to form " + EscapeMarkdown(s.Form) + "**\n"
+	head := "**" + EscapeMarkdown(s.Title()) + "**\n"
 	body := make([]chat.Part, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		body = append(body, chat.Part{Markup: "\n**" + EscapeMarkdown(f.Name) + "**: ", Text: f.Value})

@@ -54,7 +54,7 @@ type text struct {
 // the inbox link when there is one. Link unfurling is off so a visitor's URL shows no
 // preview. It is pure, so intake renders it once and every retry sends these bytes.
 func Render(s chat.Submission) ([]byte, error) {
-	title := "New submission to form " + EscapeMrkdwn(s.Form)
+	title := EscapeMrkdwn(s.Title())
 	body := make([]chat.Part, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		body = append(body, chat.Part{Markup: "\n*" + EscapeMrkdwn(f.Name) + "*: ", Text: f.Value})
@@ -85,7 +85,7 @@ func RenderText(s chat.Submission, parts []chat.Part) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	return encode(message{Text: "New submission to form " + EscapeMrkdwn(s.Form),
+	return encode(message{Text: EscapeMrkdwn(s.Title()),
 		Blocks: []block{{Type: "section", Text: &text{Type: "mrkdwn", Text: section}}}})
 }
 

@@ -97,7 +97,7 @@ func Render(s chat.Submission) ([]byte, error) {
 		}
 	}
 	fields, _ := textFormat.Fit("", body, "")
-	blocks := []textBlock{{Type: "TextBlock", Text: "New submission to form " + EscapeMarkdown(s.Form), Wrap: true, Weight: "Bolder", Size: "Medium"}}
+	blocks := []textBlock{{Type: "TextBlock", Text: EscapeMarkdown(s.Title()), Wrap: true, Weight: "Bolder", Size: "Medium"}}
 	if fields != "" {
 		blocks = append(blocks, textBlock{Type: "TextBlock", Text: fields, Wrap: true})
 	}

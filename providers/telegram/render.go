@@ -54,7 +54,7 @@ func Render(chatID string, s chat.Submission) ([]byte, error) {
 	if strings.TrimSpace(chatID) == "" {
 		return nil, fmt.Errorf("telegram: empty chat id")
 	}
-	head := "<b>New submission to form " + EscapeHTML(s.Form) + "</b>\n"
+	head := "<b>" + EscapeHTML(s.Title()) + "</b>\n"
 	body := make([]chat.Part, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		body = append(body, chat.Part{Markup: "\n<b>" + EscapeHTML(f.Name) + "</b>: ", Text: f.Value})

@@ -9,9 +9,10 @@ INSERT INTO digest_routes (form, route, since) VALUES ($1, $2, $3)
 
 -- name: UndigestedSubmissions
 -- The form's accepted submissions created in [from, until) that no digest of the route
--- lists yet, oldest first; submissions_form_created serves the range.
+-- lists yet, oldest first; submissions_form_created serves the range. A test submission
+-- (a `_test` post, a canary) is not a lead, so no digest lists it.
 SELECT s.id, s.created_at, s.data, s.test FROM submissions s
-	WHERE s.form = $1 AND s.status = 'accepted' AND s.created_at >= $2 AND s.created_at < $3
+	WHERE NOT s.test AND s.form = $1 AND s.status = 'accepted' AND s.created_at >= $2 AND s.created_at < $3
 		AND NOT EXISTS (SELECT 1 FROM digest_items i
 			WHERE i.form = s.form AND i.route = $4 AND i.submission_id = s.id)
 	ORDER BY s.created_at, s.id

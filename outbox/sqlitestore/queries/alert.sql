@@ -34,10 +34,11 @@ SELECT id, kind, key, form, summary, affected, channel, destination, instance, n
 
 -- name: DeadDeliveryGroups
 -- deliveries_status (status, next_attempt_at) finds the dead set; the join finds each
--- one's form by primary key.
+-- one's form by primary key. A test submission is no lead (a failed canary raises
+-- canary_failed instead).
 SELECT s.form, d.route, d.channel, COUNT(DISTINCT d.submission_id), MIN(d.updated_at)
 	FROM deliveries d JOIN submissions s ON s.id = d.submission_id
-	WHERE d.status = 'dead' AND s.form <> ?1
+	WHERE d.status = 'dead' AND s.form <> ?1 AND NOT s.test
 	GROUP BY s.form, d.route, d.channel ORDER BY s.form, d.route, d.channel
 
 -- name: FeedbackCounts
