@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,12 +59,9 @@ http://127.0.0.1:{{HTTP}} {
 // FORM_OUTBOX_SCREENSHOTS=1 writes the pictures to docs/images.
 func TestCanaryInInboxBrowser(t *testing.T) {
 	t.Parallel()
-	hash, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
-	if err != nil {
-		t.Fatalf("caddy hash-password: %v", err)
-	}
+	hash := inboxPasswordHash(t)
 	good, bad := newHookRecorder(t, http.StatusOK), newHookRecorder(t, http.StatusGone)
-	p := newCaddy(t, caddyOpts{Caddyfile: strings.NewReplacer("{{HASH}}", strings.TrimSpace(string(hash)),
+	p := newCaddy(t, caddyOpts{Caddyfile: strings.NewReplacer("{{HASH}}", hash,
 		"{{GOOD}}", good.srv.URL, "{{BAD}}", bad.srv.URL).Replace(canaryInboxCaddyfile)})
 	waitUp(t, p)
 	if err := waitFor(60*time.Second, func() bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,13 +57,10 @@ http://127.0.0.1:{{HTTP}} {
 // FORM_OUTBOX_SCREENSHOTS=1.
 func TestInboxAlertsBannerInBrowser(t *testing.T) {
 	t.Parallel()
-	hash, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
-	if err != nil {
-		t.Fatalf("caddy hash-password: %v", err)
-	}
+	hash := inboxPasswordHash(t)
 	hook := newSwitchable(t, http.StatusGone)
 	p := newCaddy(t, caddyOpts{Caddyfile: strings.NewReplacer("{{HOOK}}", hook.srv.URL,
-		"{{HASH}}", strings.TrimSpace(string(hash))).Replace(inboxAlertsCaddyfile)})
+		"{{HASH}}", hash).Replace(inboxAlertsCaddyfile)})
 	waitUp(t, p)
 	// The only target is e-mail, and the form sends e-mail too: an alert about e-mail
 	// failures would reach nobody, and the log says so at start.

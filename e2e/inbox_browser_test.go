@@ -62,14 +62,22 @@ http://127.0.0.1:{{HTTP}} {
 
 const inboxPassword = "correct horse battery staple"
 
+// inboxPasswordHash is inboxPassword hashed by the built Caddy, for a Caddyfile's
+// basic_auth in front of the inbox.
+func inboxPasswordHash(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
+	if err != nil {
+		t.Fatalf("caddy hash-password: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // TestInboxInBrowser drives the operator's inbox in Debian's Chromium against a built
 // Caddy, on SQLite and on PostgreSQL.
 func TestInboxInBrowser(t *testing.T) {
 	t.Parallel()
-	hash, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
-	if err != nil {
-		t.Fatalf("caddy hash-password: %v", err)
-	}
+	hash := inboxPasswordHash(t)
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
 			storage := "sqlite {{DIR}}/forms.db"
@@ -77,7 +85,7 @@ func TestInboxInBrowser(t *testing.T) {
 				pc := storetest.NewPostgresSchemaName(t)
 				storage = fmt.Sprintf("postgres %q {\n\t\t\tschema %s\n\t\t}", pc.DSN, pc.Schema)
 			}
-			testInbox(t, storage, strings.TrimSpace(string(hash)), store == "sqlite")
+			testInbox(t, storage, hash, store == "sqlite")
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,13 +58,10 @@ http://127.0.0.1:{{HTTP}} {
 // docs/images/inbox-destinations-desktop-{light,dark}.png.
 func TestInboxDestinationsInBrowser(t *testing.T) {
 	t.Parallel()
-	hash, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
-	if err != nil {
-		t.Fatalf("caddy hash-password: %v", err)
-	}
+	hash := inboxPasswordHash(t)
 	hook := newOrderedReceiver(t, http.StatusGone)
 	p := newCaddy(t, caddyOpts{Caddyfile: strings.NewReplacer("{{HOOK}}", hook.srv.URL+"/in/s3cret-path-token",
-		"{{HASH}}", strings.TrimSpace(string(hash))).Replace(destinationsInboxCaddyfile)})
+		"{{HASH}}", hash).Replace(destinationsInboxCaddyfile)})
 	waitUp(t, p)
 	for i := range 3 {
 		postAdminForm(t, p, "/hook", url.Values{"n": {fmt.Sprintf("%02d", i)}})

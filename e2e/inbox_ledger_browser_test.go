@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,13 +62,10 @@ http://127.0.0.1:{{HTTP}} {
 // marked. FORM_OUTBOX_SCREENSHOTS=1 writes docs/images/inbox-ledger-desktop-*.png.
 func TestInboxLedgerChartInBrowser(t *testing.T) {
 	t.Parallel()
-	hash, err := exec.Command(caddyBin, "hash-password", "--plaintext", inboxPassword).Output()
-	if err != nil {
-		t.Fatalf("caddy hash-password: %v", err)
-	}
+	hash := inboxPasswordHash(t)
 	dir := t.TempDir()
 	seedLedgerHistory(t, filepath.Join(dir, "forms.db"))
-	p := newCaddy(t, caddyOpts{Dir: dir, Caddyfile: strings.NewReplacer("{{HASH}}", strings.TrimSpace(string(hash))).Replace(inboxLedgerCaddyfile)})
+	p := newCaddy(t, caddyOpts{Dir: dir, Caddyfile: strings.NewReplacer("{{HASH}}", hash).Replace(inboxLedgerCaddyfile)})
 	waitUp(t, p)
 	var today []string
 	for i := 0; i < 3; i++ {
