@@ -20,9 +20,8 @@ ALTER TABLE deliveries ADD COLUMN parked_key TEXT;
 -- The status CHECK of deliveries gains 'parked'. SQLite cannot alter a constraint, and
 -- rebuilding the table would copy every delivery and, with foreign keys on, cascade the
 -- drop of the old table into the attempts. Widening a CHECK changes no stored row, which
--- is the case SQLite documents as safe to make by editing the schema text
--- (https://www.sqlite.org/lang_altertable.html, "making other kinds of table schema
--- changes"); migrate.go bumps schema_version after a migration so every connection
+-- is the case SQLite's ALTER TABLE documentation names as safe to make by editing the
+-- schema text ("making other kinds of table schema changes"); migrate.go bumps schema_version after a migration so every connection
 -- reloads the schema.
 PRAGMA writable_schema = ON;
 UPDATE sqlite_schema
