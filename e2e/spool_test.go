@@ -79,6 +79,19 @@ func storedIDs(dsn string) map[string]bool {
 	return out
 }
 
+// allStored is a waitFor condition: every id answered (the keys) is in the database.
+func allStored(dsn string, answered map[string]string) func() bool {
+	return func() bool {
+		ids := storedIDs(dsn)
+		for id := range answered {
+			if !ids[id] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // storedStatuses reads every submission's id and status; nil while the database is
 // unreachable.
 func storedStatuses(dsn string) map[string]string {
@@ -144,15 +157,7 @@ func TestQueuedWhilePostgresIsDownThenStored(t *testing.T) {
 	post("after-restart", 2)
 
 	pg.Start()
-	if err := waitFor(60*time.Second, func() bool {
-		ids := storedIDs(pg.DSN())
-		for id := range answered {
-			if !ids[id] {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
+	if err := waitFor(60*time.Second, allStored(pg.DSN(), answered)); err != nil {
 		t.Fatalf("answered submissions not all stored after PostgreSQL came back: %v\n%s", err, c.Log())
 	}
 	if ids := storedIDs(pg.DSN()); len(ids) != len(answered) {
