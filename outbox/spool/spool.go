@@ -243,14 +243,22 @@ func (s *Spool) writeLocked(rec []byte) error {
 			return err
 		}
 	}
+	before := s.actSize
 	n, err := s.active.Write(rec)
 	s.actSize += int64(n)
 	if err == nil {
 		err = s.syncFile(s.active)
 	}
 	if err != nil {
-		// The segment may now end in a partial record. Seal it so the next Append starts
-		// a clean segment; the reader skips the torn bytes.
+		// The record was not acknowledged (Append fails), so its bytes are cut off: left
+		// as a torn tail, the replayer would have to copy them to corrupt/ before going
+		// on, and on the full disk that caused the short write that copy never succeeds,
+		// so nothing would ever be replayed or deleted. Truncating needs no free space.
+		// If it fails, the segment ends in a partial record the reader skips. Either way
+		// it is sealed, so the next Append starts a clean segment.
+		if terr := s.active.Truncate(before); terr == nil {
+			s.actSize = before
+		}
 		_ = s.sealLocked()
 	}
 	return err

@@ -432,6 +432,33 @@ func TestFailedSyncFailsAppendAndIsNotCounted(t *testing.T) {
 	}
 }
 
+// TestFailedAppendLeavesNoTornRecord: the bytes of an append that failed (here its fsync;
+// on a full disk, a short write) are cut off the segment. Left there, the replayer finds
+// them torn and must copy them to corrupt/ before it can go on, which on a full disk
+// never succeeds: the spool then stayed full for good (TestDrillLimits/DiskFullSpool).
+func TestFailedAppendLeavesNoTornRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, Options{})
+	appendN(t, s, 2)
+	s.syncFile = func(*os.File) error { return errors.New("ENOSPC") }
+	if err := s.Append(newEntry("unanswered")); err == nil {
+		t.Fatal("append succeeded although fsync failed")
+	}
+	s.syncFile = (*os.File).Sync
+	segs := segmentFiles(t, dir)
+	if len(segs) != 1 {
+		t.Fatalf("segments %v, want the one sealed segment", segs)
+	}
+	b, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, bad := parseSegment(b)
+	if len(recs) != 2 || len(bad) != 0 {
+		t.Fatalf("segment holds %d records and %d bad ranges; want the 2 answered records and nothing torn", len(recs), len(bad))
+	}
+}
+
 func TestStatsDepthAndOldestAge(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	dir := t.TempDir()
