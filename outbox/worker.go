@@ -261,6 +261,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stopLoop = stopLoop
 	w.sendCtx, w.cancelSends = context.WithCancel(base)
 	w.loopDone = make(chan struct{})
+	// Start counts as the first tick: the loop's first pass follows at once, but a health
+	// check between Start and that pass (a loaded machine has not scheduled the goroutine
+	// yet) must not read "never polled" as a stuck worker. One that never gets to its
+	// first pass is reported all the same, three poll intervals on.
+	w.lastTick.Store(w.cfg.Now().UnixNano())
 	w.running.Store(true)
 	go w.loop(loopCtx)
 	if w.notifier != nil {
@@ -296,8 +301,8 @@ func (w *Worker) Broadcast(ctx context.Context) {
 // Running reports whether the claim loop is alive.
 func (w *Worker) Running() bool { return w.running.Load() }
 
-// LastTick is when the last claim pass began (by the worker's clock); zero before the
-// first. Health checks compare it with the poll interval.
+// LastTick is when the last claim pass began, or Start if none has yet (by the worker's
+// clock); zero before Start. Health checks compare it with the poll interval.
 func (w *Worker) LastTick() time.Time {
 	n := w.lastTick.Load()
 	if n == 0 {

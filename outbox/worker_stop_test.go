@@ -165,6 +165,11 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// Health reads a zero LastTick as a worker that never polled: Start counts as the
+	// first tick, before the loop's goroutine has run.
+	if w.LastTick().IsZero() {
+		t.Fatal("last tick zero right after Start: health would call the worker stuck")
+	}
 	if err := w.Start(context.Background()); err == nil {
 		t.Fatal("started twice")
 	}
