@@ -127,6 +127,11 @@ func (e *Evaluator) Evaluate(ctx context.Context) (Pass, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, err := e.evaluate(ctx)
+	for _, src := range e.cfg.Sources {
+		if o, ok := src.(PassObserver); ok {
+			o.PassDone(err == nil && p.listed)
+		}
+	}
 	if e.cfg.OnPass != nil && p.listed {
 		e.cfg.OnPass(p)
 	}
